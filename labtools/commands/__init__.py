@@ -1,0 +1,1 @@
+"""Subcommands of the ``labtools`` command line, one module each."""

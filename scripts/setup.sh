@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The kit's one setup script: Debian/Ubuntu packages, a venv from the system Python
+# (with system site packages, so Debian's mininet is visible) and the kit installed in it.
+# Used by `make test`, `make lab`, `.ci/run` and the Vagrant provisioning.
+# Idempotent: a second run checks, changes nothing and takes seconds.
+#
+#   bash scripts/setup.sh            # packages + venv + kit
+#   LABTOOLS_VENV=/opt/lab bash scripts/setup.sh
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+venv=${LABTOOLS_VENV:-$here/.venv}
+say() { printf '[setup] %s\n' "$*"; }
+
+if [ "$(id -u)" != 0 ]; then
+    echo "[setup] run as root (the lab needs root for network namespaces)" >&2
+    exit 1
+fi
+
+# --- Debian / Ubuntu packages -----------------------------------------------------------
+packages=(
+    python3 python3-venv python3-pip python3-dev
+    mininet iperf iperf3 iputils-ping bridge-utils iproute2 procps psmisc
+    openvswitch-switch openvswitch-testcontroller
+    qemu-system-x86 busybox-static kmod
+)
+arch=$(dpkg --print-architecture)
+# A stock distribution kernel for the VM runner (hosts without netem boot it).
+case "$arch" in
+    amd64) packages+=(linux-image-amd64) ;;
+    arm64) packages+=(linux-image-arm64 qemu-system-arm) ;;
+esac
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    say "installing ${#missing[@]} package(s): ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+    say "system packages: all present"
+fi
+
+# --- the venv and the kit ---------------------------------------------------------------
+if [ ! -x "$venv/bin/python" ]; then
+    say "creating venv $venv (system Python, system site packages)"
+    /usr/bin/python3 -m venv --system-site-packages "$venv"
+fi
+stamp="$venv/.labtools-installed"
+want=$(cat "$here/pyproject.toml" | sha256sum | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    say "installing the kit and its Python dependencies into $venv"
+    "$venv/bin/python" -m pip install -q --upgrade pip
+    "$venv/bin/python" -m pip install -q -e "$here[lab,dev]"
+    echo "$want" > "$stamp"
+else
+    say "kit: already installed in $venv"
+fi
+"$venv/bin/python" -c "import labtools, mininet.net" \
+    || { echo "[setup] the venv cannot import labtools and mininet" >&2; exit 1; }
+say "ready: $venv/bin/labtools"
