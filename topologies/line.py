@@ -1,0 +1,47 @@
+"""Line: N forwarding nodes (routers) in a row, a host at each end.
+
+    h1 -- r1 -- r2 -- ... -- rN -- h2
+
+Parameters: ``n`` routers (default 7), ``bw_mbps`` per router-router link (default 10),
+``delay_ms`` one-way per router-router link (default 1), ``queue_pkts`` (default None).
+
+``labtools expect line,n=4 h1 h2`` or ``mn --custom topologies/line.py --topo line,n=4``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+try:
+    import labtools  # noqa: F401
+except ImportError:  # plain `mn --custom` outside the kit's venv: use this checkout
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from labtools.errors import TopologyError
+from labtools.topology import HOST, ROUTER, Link, Node, Topology
+
+
+def topology(n: int = 7, bw_mbps: float = 10, delay_ms: float = 1,
+             queue_pkts: Optional[int] = None) -> Topology:
+    """``n`` routers in a row with hosts h1 and h2 at the ends."""
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 60:
+        raise TopologyError(f"line: n={n!r} must be an integer within 1..60")
+    nodes = [Node("h1", HOST), Node("h2", HOST)] + [Node(f"r{i}", ROUTER) for i in range(1, n + 1)]
+    links = [Link("h1", "r1")]
+    for i in range(1, n):
+        links.append(Link(f"r{i}", f"r{i + 1}", bw_mbps=bw_mbps, delay_ms=delay_ms,
+                          queue_pkts=queue_pkts, name=f"L{i}"))
+    links.append(Link(f"r{n}", "h2"))
+    params = {"n": n, "bw_mbps": bw_mbps, "delay_ms": delay_ms, "queue_pkts": queue_pkts}
+    return Topology("line", tuple(nodes), tuple(links), params)
+
+
+def _mininet_topo(*args: object, **kwargs: object) -> object:
+    from labtools.network import to_mininet_topo
+
+    return to_mininet_topo(topology(*args, **kwargs))  # type: ignore[arg-type]
+
+
+topos = {"line": _mininet_topo}

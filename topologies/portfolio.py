@@ -1,0 +1,71 @@
+"""The reference topology of the assignment: 9 hosts, 4 routers, 2 switches.
+
+    h1, h2, h3 -- s1 -- r1 ==L1== r2 ==L2== r3 ==L3== r4 -- h9
+                               |           |  \\
+                              h7          s2   h8
+                                         / | \\
+                                       h4 h5 h6
+
+L1: 40 Mbit/s, 10 ms, 67 packets; L2: 30 Mbit/s, 20 ms, 100 packets;
+L3: 20 Mbit/s, 10 ms, 33 packets; all shaped with HTB. Other links are unshaped.
+
+Runs with the kit (``labtools expect portfolio h1 h4``) and with plain Mininet:
+``mn --custom topologies/portfolio.py --topo portfolio``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+try:
+    import labtools  # noqa: F401
+except ImportError:  # plain `mn --custom` outside the kit's venv: use this checkout
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from labtools.topology import HOST, ROUTER, SWITCH, Link, Node, Topology
+
+
+def topology() -> Topology:
+    """The reference topology (it takes no parameters)."""
+    nodes = [Node(f"h{i}", HOST) for i in range(1, 10)]
+    nodes += [Node(f"r{i}", ROUTER) for i in range(1, 5)]
+    nodes += [Node("s1", SWITCH), Node("s2", SWITCH)]
+    links = [
+        # subnet A: the left LAN
+        Link("h1", "s1", addrs={"h1": "10.0.0.2/24"}),
+        Link("h2", "s1", addrs={"h2": "10.0.0.3/24"}),
+        Link("h3", "s1", addrs={"h3": "10.0.0.4/24"}),
+        Link("s1", "r1", addrs={"r1": "10.0.0.1/24"}),
+        # subnet B: L1
+        Link("r1", "r2", bw_mbps=40, delay_ms=10, queue_pkts=67, htb=True, name="L1",
+             addrs={"r1": "10.0.1.1/24", "r2": "10.0.1.2/24"}),
+        # subnet C: h7 on r2
+        Link("h7", "r2", addrs={"h7": "10.0.2.2/24", "r2": "10.0.2.1/24"}),
+        # subnet D: L2
+        Link("r2", "r3", bw_mbps=30, delay_ms=20, queue_pkts=100, htb=True, name="L2",
+             addrs={"r2": "10.0.3.1/24", "r3": "10.0.3.2/24"}),
+        # subnet E: the right LAN
+        Link("s2", "r3", addrs={"r3": "10.0.4.1/24"}),
+        Link("h4", "s2", addrs={"h4": "10.0.4.2/24"}),
+        Link("h5", "s2", addrs={"h5": "10.0.4.3/24"}),
+        Link("h6", "s2", addrs={"h6": "10.0.4.4/24"}),
+        # subnet F: h8 on r3
+        Link("r3", "h8", addrs={"r3": "10.0.5.1/24", "h8": "10.0.5.2/24"}),
+        # subnet G: L3
+        Link("r3", "r4", bw_mbps=20, delay_ms=10, queue_pkts=33, htb=True, name="L3",
+             addrs={"r3": "10.0.6.1/24", "r4": "10.0.6.2/24"}),
+        # subnet H: h9 on r4
+        Link("r4", "h9", addrs={"r4": "10.0.7.1/24", "h9": "10.0.7.2/24"}),
+    ]
+    return Topology("portfolio", tuple(nodes), tuple(links))
+
+
+def _mininet_topo(*args: object, **kwargs: object) -> object:
+    from labtools.network import to_mininet_topo
+
+    return to_mininet_topo(topology(*args, **kwargs))  # type: ignore[arg-type]
+
+
+#: for `mn --custom topologies/portfolio.py --topo portfolio`
+topos = {"portfolio": _mininet_topo}
