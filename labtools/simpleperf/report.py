@@ -49,8 +49,8 @@ def _span(start_s: float, end_s: float) -> str:
 
 
 def _row(*cells: str) -> str:
-    widths = (12, 14, 14, 16, 16, 16)
-    return "".join(cell.ljust(width) for cell, width in zip(cells, widths)).rstrip()
+    widths = (12, 16, 18, 18, 17, 17)
+    return "".join(cell.ljust(width - 1) + " " for cell, width in zip(cells, widths)).rstrip()
 
 
 #: table kind -> header line
