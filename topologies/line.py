@@ -10,6 +10,7 @@ Parameters: ``n`` routers (default 7), ``bw_mbps`` per router-router link (defau
 
 from __future__ import annotations
 
+import inspect
 import sys
 from pathlib import Path
 from typing import Optional
@@ -17,7 +18,9 @@ from typing import Optional
 try:
     import labtools  # noqa: F401
 except ImportError:  # plain `mn --custom` outside the kit's venv: use this checkout
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    # (mn runs this file with exec(), where __file__ is not set; the code object knows it)
+    _here = Path(inspect.currentframe().f_code.co_filename)  # type: ignore[union-attr]
+    sys.path.insert(0, str(_here.resolve().parent.parent))
 
 from labtools.errors import TopologyError
 from labtools.topology import HOST, ROUTER, Link, Node, Topology
@@ -38,10 +41,11 @@ def topology(n: int = 7, bw_mbps: float = 10, delay_ms: float = 1,
     return Topology("line", tuple(nodes), tuple(links), params)
 
 
-def _mininet_topo(*args: object, **kwargs: object) -> object:
+def _mininet_topo(*args: object, switch: str = "lxbr", **kwargs: object) -> object:
+    """The Mininet Topo (``switch=ovs`` for Open vSwitch bridges)."""
     from labtools.network import to_mininet_topo
 
-    return to_mininet_topo(topology(*args, **kwargs))  # type: ignore[arg-type]
+    return to_mininet_topo(topology(*args, **kwargs), switch=switch)  # type: ignore[arg-type]
 
 
 topos = {"line": _mininet_topo}

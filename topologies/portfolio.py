@@ -15,13 +15,16 @@ Runs with the kit (``labtools expect portfolio h1 h4``) and with plain Mininet:
 
 from __future__ import annotations
 
+import inspect
 import sys
 from pathlib import Path
 
 try:
     import labtools  # noqa: F401
 except ImportError:  # plain `mn --custom` outside the kit's venv: use this checkout
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    # (mn runs this file with exec(), where __file__ is not set; the code object knows it)
+    _here = Path(inspect.currentframe().f_code.co_filename)  # type: ignore[union-attr]
+    sys.path.insert(0, str(_here.resolve().parent.parent))
 
 from labtools.topology import HOST, ROUTER, SWITCH, Link, Node, Topology
 
@@ -61,10 +64,11 @@ def topology() -> Topology:
     return Topology("portfolio", tuple(nodes), tuple(links))
 
 
-def _mininet_topo(*args: object, **kwargs: object) -> object:
+def _mininet_topo(*args: object, switch: str = "lxbr", **kwargs: object) -> object:
+    """The Mininet Topo (``switch=ovs`` for Open vSwitch bridges)."""
     from labtools.network import to_mininet_topo
 
-    return to_mininet_topo(topology(*args, **kwargs))  # type: ignore[arg-type]
+    return to_mininet_topo(topology(*args, **kwargs), switch=switch)  # type: ignore[arg-type]
 
 
 #: for `mn --custom topologies/portfolio.py --topo portfolio`

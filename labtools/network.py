@@ -1,0 +1,110 @@
+"""The one module that imports Mininet (lazily, inside functions).
+
+It turns a :class:`~labtools.topology.Topology` into a Mininet ``Topo`` (used by
+``mn --custom`` and by :class:`LabNetwork`): hosts and routers get the addresses and static
+routes computed by ``labtools.routing``, routers forward, shaped links become ``TCLink``
+with the parameters of :func:`labtools.topology.mininet_link_params`, and switches are
+Linux bridges (no controller needed) unless Open vSwitch is asked for.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, Dict, List, Tuple
+
+from labtools.errors import InputError
+from labtools.routing import Routing, compute_routing
+from labtools.topology import ROUTER, SWITCH, Topology, mininet_link_params
+
+#: switch kinds a user may ask for -> Mininet class names
+SWITCH_KINDS = {"lxbr": "LinuxBridge", "ovs": "OVSBridge"}
+
+
+@lru_cache(maxsize=1)
+def _node_classes() -> Tuple[type, type]:
+    """Host and router classes that install the kit's static routes (built on first use)."""
+    from mininet.node import Host
+
+    class LabHost(Host):  # type: ignore[misc,valid-type]
+        """A host that installs the static routes the kit computed."""
+
+        def config(self, routes: Tuple[Tuple[str, str, str], ...] = (), **params: Any) -> Any:
+            result = super().config(**params)
+            self.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1")
+            for network, gateway, dev in routes:
+                self.cmd(f"ip route replace {network} via {gateway} dev {dev}")
+            return result
+
+    class LabRouter(LabHost):
+        """A host that forwards IPv4 packets."""
+
+        def config(self, **params: Any) -> Any:
+            result = super().config(**params)
+            self.cmd("sysctl -qw net.ipv4.ip_forward=1")
+            return result
+
+        def terminate(self) -> None:
+            self.cmd("sysctl -qw net.ipv4.ip_forward=0")
+            super().terminate()
+
+    return LabHost, LabRouter
+
+
+def node_options(routing: Routing, name: str) -> Dict[str, Any]:
+    """Mininet ``addHost`` options for an addressed node: its primary address and routes."""
+    ifaces = routing.addressing.of_node(name)
+    routes = tuple((r.network, r.gateway, r.dev) for r in routing.routes(name))
+    return {"ip": ifaces[0].cidr if ifaces else None, "routes": routes}
+
+
+def link_options(topo: Topology, routing: Routing, index: int) -> Dict[str, Any]:
+    """Mininet ``addLink`` options for link number ``index``: shaping, names, addresses."""
+    from mininet.link import Link as MnLink, TCLink
+
+    link = topo.links[index]
+    opts: Dict[str, Any] = dict(mininet_link_params(link))
+    opts["cls"] = TCLink if opts else MnLink
+    for end, suffix in ((link.a, "1"), (link.b, "2")):
+        if topo.node(end).kind == SWITCH:
+            continue
+        iface = next(i for i in routing.addressing.of_node(end) if i.link is link)
+        opts[f"intfName{suffix}"] = iface.name
+        opts[f"params{suffix}"] = {"ip": iface.cidr}
+    return opts
+
+
+def switch_class(kind: str) -> type:
+    """The Mininet switch class for ``lxbr`` (Linux bridge) or ``ovs`` (Open vSwitch)."""
+    if kind not in SWITCH_KINDS:
+        raise InputError(f"unknown switch kind {kind!r}: choose one of {', '.join(SWITCH_KINDS)}")
+    import mininet.node
+    import mininet.nodelib
+
+    return {"lxbr": mininet.nodelib.LinuxBridge, "ovs": mininet.node.OVSBridge}[kind]
+
+
+def to_mininet_topo(topo: Topology, switch: str = "lxbr") -> Any:
+    """A Mininet ``Topo`` equivalent to ``topo`` (also what ``mn --custom`` gets)."""
+    from mininet.topo import Topo
+
+    routing = compute_routing(topo)
+    host_cls, router_cls = _node_classes()
+    sw_cls = switch_class(switch)
+
+    class KitTopo(Topo):  # type: ignore[misc,valid-type]
+        def build(self) -> None:
+            for node in topo.nodes:
+                if node.kind == SWITCH:
+                    self.addSwitch(node.name, cls=sw_cls)
+                else:
+                    cls = router_cls if node.kind == ROUTER else host_cls
+                    self.addHost(node.name, cls=cls, **node_options(routing, node.name))
+            for index, link in enumerate(topo.links):
+                self.addLink(link.a, link.b, **link_options(topo, routing, index))
+
+    return KitTopo()
+
+
+def kit_tool_names() -> List[str]:
+    """Process names of the measurement tools the kit starts on hosts."""
+    return ["iperf", "iperf3", "ping", "simpleperf"]

@@ -1,0 +1,50 @@
+"""Max-min fair shares and Jain's index on the reference topology."""
+
+from __future__ import annotations
+
+import pytest
+
+from labtools.errors import InputError, UnknownNodeError
+from labtools.fairness import Flow, jain_index, max_min_shares, parse_flows
+
+
+@pytest.mark.parametrize("spec, shares, limits", [
+    ("h1:h4,h2:h5", [15, 15], ["L2", "L2"]),
+    ("h1:h4,h2:h5,h3:h6", [10, 10, 10], ["L2"] * 3),
+    ("h1:h4,h7:h9", [15, 15], ["L2", "L2"]),
+    ("h1:h4,h8:h9", [30, 20], ["L2", "L3"]),
+    ("h1:h4x2,h2:h5,h3:h6", [15, 7.5, 7.5], ["L2"] * 3),
+    ("h1:h9,h8:h9", [10, 10], ["L3", "L3"]),
+    ("h1:h4,h4:h1", [30, 30], ["L2", "L2"]),  # opposite directions do not compete
+])
+def test_portfolio_shares(portfolio, spec, shares, limits):
+    result = max_min_shares(portfolio, parse_flows(spec))
+    assert [s.share_mbps for s in result] == pytest.approx(shares)
+    assert [s.limited_by for s in result] == limits
+
+
+def test_max_min_gives_leftover_to_unconstrained_flows(portfolio):
+    # h1-h9 is held to 20/3 by L3 with h8-h9 x2; h1-h4 then gets the rest of L2.
+    result = max_min_shares(portfolio, parse_flows("h1:h9,h8:h9x2,h1:h4"))
+    assert [s.share_mbps for s in result] == pytest.approx([20 / 3, 40 / 3, 30 - 20 / 3])
+
+
+def test_parse_flows():
+    assert parse_flows("h1:h4x2, h2:h5") == [Flow("h1", "h4", 2), Flow("h2", "h5", 1)]
+    for bad in ("h1-h4", "h1:h4x0", "h1:", ""):
+        with pytest.raises(InputError):
+            parse_flows(bad)
+
+
+def test_unknown_host_in_flows(portfolio):
+    with pytest.raises(UnknownNodeError):
+        max_min_shares(portfolio, parse_flows("h1:h42"))
+
+
+def test_jain_index():
+    assert jain_index([10, 10, 10]) == pytest.approx(1.0)
+    assert jain_index([30, 0, 0]) == pytest.approx(1 / 3)
+    assert jain_index([15, 7.5, 7.5]) == pytest.approx(30 ** 2 / (3 * (225 + 2 * 56.25)))
+    for bad in ([], [0, 0], [-1, 2]):
+        with pytest.raises(InputError):
+            jain_index(bad)
