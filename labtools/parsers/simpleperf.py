@@ -43,7 +43,8 @@ rate_mbps float  bytes * 8 / (end_s - start_s) / 1e6, None for an empty span
 
 Summary keys: role (``client``/``server``), connections, duration_s (client: sending time;
 server: longest connection), sender_bytes, receiver_bytes (the server's count, the
-truth), sender_mbps, receiver_mbps (receiver_bytes * 8 / server_duration_s / 1e6),
+truth), sender_mbps, receiver_mbps (receiver_bytes * 8 / server_duration_s / 1e6; for
+server output only when it holds a single session),
 server_duration_s, exact, interrupted, error (message or None). Client output adds
 server, port, parallel, time_s, amount_bytes_per_conn, version; server output adds
 sessions. Values the output does not contain are None.
