@@ -170,3 +170,13 @@ def _from_python(path: Path, params: Dict[str, Any]) -> Topology:
             raise TopologyError(f"{path}: building Mininet topo {name!r} failed: {err}") from None
         return from_mininet_topo(mn_topo, name)
     raise TopologyError(f"{path} defines neither topology() nor topos = {{...}}")
+
+
+def load_cases(spec: str) -> Dict[str, Any]:
+    """The ``CASES`` a topology file declares for ``labtools run`` (empty if none)."""
+    head, _params = split_spec(spec)
+    path = Path(head) if head.endswith(".py") or os.sep in head else topologies_dir() / f"{head}.py"
+    if path.suffix != ".py" or not path.is_file():
+        return {}
+    cases = getattr(_import_file(path), "CASES", None)
+    return dict(cases) if isinstance(cases, dict) else {}

@@ -20,6 +20,9 @@ from labtools.errors import LabtoolsError
 COMMANDS = {
     "expect": "labtools.commands.expect_cmd",
     "parse": "labtools.commands.parse_cmd",
+    "run": "labtools.commands.run_cmd",
+    "results": "labtools.commands.results_cmd",
+    "clean": "labtools.commands.clean_cmd",
 }
 
 
@@ -42,6 +45,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of ``labtools``; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return int(args.handler(args) or 0)
     except LabtoolsError as err:

@@ -108,3 +108,49 @@ def to_mininet_topo(topo: Topology, switch: str = "lxbr") -> Any:
 def kit_tool_names() -> List[str]:
     """Process names of the measurement tools the kit starts on hosts."""
     return ["iperf", "iperf3", "ping", "simpleperf"]
+
+
+class MininetBackend:
+    """A running Mininet network built from a topology; the lab session drives it.
+
+    Commands run on hosts as argument lists through ``mnexec`` (no shell involved).
+    """
+
+    def __init__(self, topo: Topology, switch: str = "lxbr") -> None:
+        self.topo = topo
+        self.switch = switch
+        self._net: Any = None
+
+    def start(self) -> None:
+        """Build and start the network (links shaped, routes installed, bridges up)."""
+        from mininet.log import setLogLevel
+        from mininet.net import Mininet
+
+        setLogLevel("error")
+        self._net = Mininet(topo=to_mininet_topo(self.topo, self.switch), controller=None,
+                            autoSetMacs=True, waitConnected=False, build=False)
+        try:
+            self._net.build()
+            self._net.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def popen(self, host: str, argv: List[str]) -> Any:
+        """Start ``argv`` on ``host``; a ``subprocess.Popen`` with text stdout (stderr
+        merged). ``mnexec -d`` makes it the leader of its own process group."""
+        import subprocess
+
+        node = self._net.get(host)
+        return node.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          stdin=subprocess.DEVNULL, text=True)
+
+    def pid(self, host: str) -> int:
+        """PID of the shell that holds ``host``'s network namespace."""
+        return int(self._net.get(host).pid)
+
+    def stop(self) -> None:
+        """Stop the network and remove its interfaces, bridges and qdiscs (idempotent)."""
+        net, self._net = self._net, None
+        if net is not None:
+            net.stop()

@@ -73,3 +73,11 @@ def _mininet_topo(*args: object, switch: str = "lxbr", **kwargs: object) -> obje
 
 #: for `mn --custom topologies/portfolio.py --topo portfolio`
 topos = {"portfolio": _mininet_topo}
+
+#: the pairs and flow sets of the assignment's five test cases (`labtools run portfolio CASE`)
+CASES = {
+    "path": ["h1:h4", "h1:h9", "h7:h9"],
+    "mux": [["h1:h4", "h2:h5"], ["h1:h4", "h2:h5", "h3:h6"], ["h1:h4", "h7:h9"],
+            ["h1:h4", "h8:h9"]],
+    "parallel": [["h1:h4x2", "h2:h5", "h3:h6"]],
+}

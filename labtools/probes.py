@@ -1,0 +1,161 @@
+"""Probes on Mininet hosts: build the arguments, run the tool, parse, save.
+
+Each probe takes a running :class:`~labtools.lab.LabSession`; servers are started and
+stopped by the probe. Every probe has a time-out (its duration plus
+:data:`~labtools.lab.TIMEOUT_MARGIN_S`); a hung or killed server gives a typed error and
+the raw output is saved with it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Dict, List, Optional
+
+from labtools import toolargs
+from labtools.errors import LabtoolsError, ProbeTimeout, ToolError
+from labtools.lab import TIMEOUT_MARGIN_S, LabSession, Measurement, wait_output
+from labtools.parsers import parse
+
+
+def _measure(lab: LabSession, tool: str, src: str, dst: str, argv: List[str],
+             timeout_s: float, check: Optional[Callable[[Any], None]] = None) -> Measurement:
+    """Run ``argv`` on ``src``, parse as ``tool``, save; save the failure too."""
+    raw = ""
+    try:
+        raw = lab.run(src, argv, timeout_s)
+        parsed = parse(tool, raw)
+        if check is not None:
+            check(parsed)
+    except LabtoolsError as err:
+        lab.save_failure(tool, src, dst, argv, raw, err)
+        raise
+    measurement = Measurement(tool, src, dst, argv, parsed)
+    lab.save(measurement)
+    return measurement
+
+
+def ping(lab: LabSession, src: str, dst: str, count: int = 10, interval_s: float = 0.2,
+         size_bytes: int = 56) -> Measurement:
+    """``ping`` from ``src`` to ``dst``: per-reply RTTs (ms) and the summary."""
+    argv = toolargs.ping_args(lab.ip_towards(src, dst), count, interval_s, size_bytes)
+    timeout = count * interval_s + TIMEOUT_MARGIN_S
+    return _measure(lab, "ping", src, dst, argv, timeout)
+
+
+def _iperf3_ok(parsed: Any) -> None:
+    if parsed.summary.get("error") and parsed.summary.get("receiver_mbps") is None:
+        raise ToolError(f"iperf3: {parsed.summary['error']}")
+
+
+def iperf3(lab: LabSession, src: str, dst: str, duration_s: float = 10,
+           interval_s: float = 1, omit_s: float = 0, window_bytes: Optional[int] = None,
+           parallel: int = 1, reverse: bool = False, bidir: bool = False, udp: bool = False,
+           rate_mbps: Optional[float] = None, port: int = toolargs.DEFAULT_PORT) -> Measurement:
+    """iperf3 from ``src`` (client) to a server the probe starts on ``dst``; JSON output
+    with the server's own report (the receiver side)."""
+    argv = toolargs.iperf3_client_args(
+        lab.ip_towards(src, dst), duration_s, interval_s, omit_s, window_bytes, parallel,
+        reverse, bidir, udp, rate_mbps, port)
+    with lab.server(dst, toolargs.iperf3_server_args(port)):
+        return _measure(lab, "iperf3", src, dst, argv, duration_s + omit_s + TIMEOUT_MARGIN_S,
+                        _iperf3_ok)
+
+
+def iperf_udp(lab: LabSession, src: str, dst: str, rate_mbps: float, duration_s: float = 10,
+              datagram_bytes: int = 1470, interval_s: Optional[float] = None,
+              port: int = 5001) -> Measurement:
+    """iperf 2 UDP at ``rate_mbps`` from ``src`` to a server on ``dst``; the summary carries
+    the server report (received rate, jitter, lost/total)."""
+    argv = toolargs.iperf2_udp_client_args(lab.ip_towards(src, dst), rate_mbps, duration_s,
+                                           datagram_bytes, interval_s, port)
+
+    def has_report(parsed: Any) -> None:
+        if parsed.summary.get("receiver_mbps") is None:
+            raise ToolError(f"iperf UDP {src}->{dst}: no server report (server gone or all lost)")
+
+    with lab.server(dst, toolargs.iperf2_server_args(udp=True, port=port)):
+        return _measure(lab, "iperf", src, dst, argv, duration_s + TIMEOUT_MARGIN_S, has_report)
+
+
+def simpleperf(lab: LabSession, src: str, dst: str, duration_s: float = 10,
+               interval_s: float = 1, parallel: int = 1, port: int = 8088) -> Measurement:
+    """The kit's simpleperf from ``src`` to a server on ``dst``; the server's byte count
+    is the receiver side."""
+    server_ip = lab.ip_towards(src, dst)
+    argv = toolargs.simpleperf_client_args(server_ip, duration_s, interval_s, parallel, port)
+    with lab.server(dst, toolargs.simpleperf_server_args(server_ip, port)):
+        return _measure(lab, "simpleperf", src, dst, argv, duration_s + TIMEOUT_MARGIN_S)
+
+
+def concurrent_iperf3(lab: LabSession, flows: List[Any], duration_s: float = 10,
+                      omit_s: float = 0, interval_s: float = 1,
+                      window_bytes: Optional[int] = None) -> List[Measurement]:
+    """Several iperf3 flows at once, each to its own server (distinct ports); clients are
+    started back to back (within milliseconds). ``flows`` are
+    :class:`~labtools.fairness.Flow` (a flow's connections become ``-P``)."""
+    servers, clients = [], []
+    try:
+        for index, flow in enumerate(flows):
+            port = toolargs.DEFAULT_PORT + index
+            argv = toolargs.iperf3_client_args(
+                lab.ip_towards(flow.src, flow.dst), duration_s, interval_s, omit_s,
+                window_bytes, flow.connections, port=port)
+            server = lab.server(flow.dst, toolargs.iperf3_server_args(port))
+            server.__enter__()
+            servers.append(server)
+            clients.append((flow, argv))
+        started = time.monotonic()
+        procs = [(flow, argv, lab.start_process(flow.src, argv)) for flow, argv in clients]
+        spread_ms = (time.monotonic() - started) * 1e3
+        results = []
+        for flow, argv, proc in procs:
+            timeout = max(1.0, duration_s + omit_s + TIMEOUT_MARGIN_S - (time.monotonic() - started))
+            raw = ""
+            try:
+                raw = wait_output(proc, argv, flow.src, timeout)
+                parsed = parse("iperf3", raw)
+                _iperf3_ok(parsed)
+            except (LabtoolsError, ProbeTimeout) as err:
+                lab.save_failure("iperf3", flow.src, flow.dst, argv, raw, err)
+                raise
+            m = Measurement("iperf3", flow.src, flow.dst, argv, parsed,
+                            extra={"start_spread_ms": round(spread_ms, 3)})
+            lab.save(m)
+            results.append(m)
+        return results
+    finally:
+        for server in reversed(servers):
+            server.__exit__(None, None, None)
+
+
+def shares_table(lab: LabSession, flows: List[Any], measurements: List[Measurement]) -> Dict[str, Any]:
+    """Measured receiver rates next to the max-min expectation, with Jain's index over
+    the per-connection rates and a verdict per flow."""
+    import pandas as pd
+
+    from labtools.expect import tcp_goodput_ceiling_mbps
+    from labtools.fairness import jain_index, max_min_shares
+    from labtools.verdicts import compare, share_verdicts
+
+    expected = max_min_shares(lab.topo, flows)
+    rows = []
+    for flow, share, m in zip(flows, expected, measurements):
+        ceiling = None if share.share_mbps is None else tcp_goodput_ceiling_mbps(share.share_mbps)
+        rows.append({"flow": f"{flow.src}-{flow.dst}", "connections": flow.connections,
+                     "expected_share_mbps": share.share_mbps,
+                     "expected_goodput_mbps": ceiling,
+                     "measured_mbps": m.summary.get("receiver_mbps"),
+                     "sender_mbps": m.summary.get("sender_mbps"),
+                     "limited_by": share.limited_by})
+    table = pd.DataFrame(rows)
+    per_conn = [r["measured_mbps"] / r["connections"] for r in rows if r["measured_mbps"]]
+    limits = {s.limited_by for s in expected if s.limited_by}
+    shared = limits.pop() if len(limits) == 1 else None
+    cap = None
+    if shared is not None:
+        cap = tcp_goodput_ceiling_mbps(lab.topo.link(shared).bw_mbps)
+    verdicts = compare(share_verdicts(
+        table["measured_mbps"].tolist(), table["expected_goodput_mbps"].tolist(),
+        table["flow"].tolist(), cap))
+    jain = jain_index(per_conn) if per_conn and any(per_conn) else None
+    return {"table": table, "verdicts": verdicts, "jain_index": jain}
