@@ -1,0 +1,35 @@
+# The lab kit's entry points. Run as root on Debian 12 / Ubuntu (the VM has root).
+.PHONY: lab test unit demo setup students bench clean help
+
+help:
+	@echo "make lab      start JupyterLab on http://127.0.0.1:8888 (token printed)"
+	@echo "make test     install everything needed and run the whole test suite"
+	@echo "make unit     unit tests only (fast, no network)"
+	@echo "make demo     run the five test cases on the reference topology"
+	@echo "make students regenerate the student notebooks from solutions/"
+	@echo "make bench    simpleperf vs iperf3 benchmark"
+	@echo "make clean    remove leftovers of a crashed lab"
+
+setup:
+	bash scripts/setup.sh
+
+lab: setup
+	bash scripts/lab.sh
+
+test:
+	bash scripts/test.sh
+
+unit: setup
+	.venv/bin/python -m pytest -q -m "not network and not vm"
+
+demo: setup
+	.venv/bin/labtools run portfolio all --duration 10
+
+students: setup
+	.venv/bin/labtools notebooks build
+
+bench: setup
+	.venv/bin/python benchmarks/simpleperf_vs_iperf3.py
+
+clean:
+	.venv/bin/labtools clean

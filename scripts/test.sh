@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# `make test`: install what is needed, then run the whole suite.
+#  1. unit tests (anywhere; the `root` ones need root and a Linux kernel, no netem);
+#  2. real-network tests (marker `network`): natively where this kernel can emulate links,
+#     otherwise inside the lab VM (labtools vm), which boots a stock kernel that can.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$here"
+bash scripts/setup.sh
+py=.venv/bin/python
+export PATH="$here/.venv/bin:$PATH"
+
+echo "== unit tests =="
+$py -m pytest -q -m "not network and not vm" "$@"
+
+echo "== real-network tests =="
+if $py -c 'import sys; from labtools.capabilities import native_network_ok; sys.exit(0 if native_network_ok() else 1)'; then
+    echo "this kernel can emulate links: running them natively"
+    $py -m pytest -q -m network "$@"
+else
+    echo "this kernel cannot emulate links (no netem): running them in the lab VM"
+    labtools vm --timeout 2400 -- "$here/.venv/bin/python" -m pytest -q -m network "$@"
+fi
