@@ -1,0 +1,72 @@
+"""``labtools notebooks``: student versions from solutions, checks, and execution.
+
+    labtools notebooks build              # solutions/*.ipynb -> notebooks/*.ipynb
+    labtools notebooks check              # non-zero exit when a student notebook is stale
+    labtools notebooks execute [FILE...]  # run solutions top to bottom (in the VM if needed)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from labtools.errors import LabtoolsError
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``labtools notebooks``."""
+    p = sub.add_parser("notebooks", help="build, check or execute the lab notebooks",
+                       description="Generate student notebooks from solutions/, check them, "
+                       "or run notebooks top to bottom.")
+    p.add_argument("action", choices=("build", "check", "execute"))
+    p.add_argument("files", nargs="*", metavar="FILE", help="notebooks to execute "
+                   "(default: every solution)")
+    p.add_argument("--solutions", default="solutions", type=Path, help="default: solutions")
+    p.add_argument("--students", default="notebooks", type=Path, help="default: notebooks")
+    p.add_argument("--timeout", type=int, default=900,
+                   help="seconds per cell unless the cell declares its own (default 900)")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Do the action; 0 when all is well."""
+    from labtools import notebooks
+
+    if args.action == "build":
+        changed = notebooks.build(args.solutions, args.students)
+        print(f"{len(changed)} student notebook(s) updated" if changed else "all up to date")
+        for path in changed:
+            print(f"  {path}")
+        return 0
+    if args.action == "check":
+        problems = notebooks.stale(args.solutions, args.students)
+        for line in problems:
+            print(line, file=sys.stderr)
+        print("student notebooks are up to date" if not problems else
+              f"{len(problems)} problem(s)")
+        return 1 if problems else 0
+    return _execute(args)
+
+
+def _execute(args: argparse.Namespace) -> int:
+    from labtools import notebooks
+    from labtools.capabilities import native_network_ok
+    from labtools.vm import in_vm, run_in_vm
+
+    files = [Path(f) for f in args.files] or [
+        args.solutions / n for n in notebooks.notebook_names(args.solutions)]
+    if not in_vm() and not native_network_ok():
+        return run_in_vm([sys.executable, "-m", "labtools.cli", *args.argv])
+    failed = 0
+    for path in files:
+        print(f"executing {path}...", file=sys.stderr, flush=True)
+        try:
+            notebooks.execute(path, timeout_s=args.timeout)
+        except LabtoolsError as err:
+            failed += 1
+            print(f"FAILED {err}", file=sys.stderr)
+        else:
+            print(f"ok {path}")
+    return 1 if failed else 0
