@@ -55,7 +55,10 @@ def test_build_and_stale(tmp_path):
     assert notebooks.build(solutions, students) == [students / "00-x.ipynb"]
     assert notebooks.stale(solutions, students) == []
     assert notebooks.build(solutions, students) == []
-    nb.cells[1].source = nb.cells[1].source.replace("60", "61")
+    nb.cells[1].source = nb.cells[1].source.replace("60", "61")  # answers only: no change
+    nbformat.write(nb, str(solutions / "00-x.ipynb"))
+    assert notebooks.stale(solutions, students) == []
+    nb.cells[1].source = nb.cells[1].source.replace("x = 1", "x = 2")
     nbformat.write(nb, str(solutions / "00-x.ipynb"))
     assert "differs from its solution" in notebooks.stale(solutions, students)[0]
 
