@@ -1,0 +1,303 @@
+"""The results store: round trips of real parsed output, errors kept, schema versions,
+CSV export, crash safety under SIGKILL, and two processes writing at once."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import FIXTURES, ROOT, run_cli
+from labtools.errors import InputError, LabtoolsError, StoreError
+from labtools.store import SCHEMA_VERSION, ResultStore, RunRecord, environment_metadata
+
+SP_FIXTURES = sorted((FIXTURES / "simpleperf").glob("*.jsonl"))
+#: parser module -> (tool name, fixture folder, fixture pattern)
+OTHER_PARSERS = {
+    "ping": ("ping", "ping", "*.txt"),
+    "iperf3": ("iperf3", "iperf3", "*.json"),
+    "iperf2": ("iperf", "iperf2", "*.txt"),
+}
+
+
+def _parse_simpleperf(path: Path):
+    from labtools.parsers.simpleperf import parse
+
+    return parse(path.read_text())
+
+
+def _record(path: Path, **meta) -> RunRecord:
+    return RunRecord.from_parsed(_parse_simpleperf(path), **meta)
+
+
+@pytest.fixture()
+def store(tmp_path):
+    return ResultStore(tmp_path / "results" / "labtools.sqlite")
+
+
+@pytest.mark.parametrize("fixture", SP_FIXTURES, ids=lambda p: p.name)
+def test_simpleperf_round_trip(store, portfolio, fixture):
+    parsed = _parse_simpleperf(fixture)
+    argv = ["simpleperf", "-c", "-I", "10.0.2.4", "-t", "2", "--json"]
+    run_id = store.save(RunRecord.from_parsed(parsed, topology=portfolio, src="h1", dst="h4",
+                                              command=argv, case="path", label="it's h1-h4"))
+    table = store.samples(run_id)
+    pd.testing.assert_frame_equal(table, parsed.table, check_dtype=True)
+    back = store.get(run_id)
+    assert back.summary == json.loads(json.dumps(parsed.summary))
+    assert back.raw_output == parsed.raw
+    assert back.command == argv
+    assert back.topology == "portfolio" and back.topology_dict["name"] == "portfolio"
+    assert len(back.topology_dict["links"]) == len(portfolio.links)
+    assert back.tool_version == parsed.summary.get("version", "") or ""
+    assert back.status == ("error" if parsed.summary.get("error") else "ok")
+    row = store.runs().iloc[0]
+    assert row["command"] == "simpleperf -c -I 10.0.2.4 -t 2 --json"
+    assert row["label"] == "it's h1-h4" and row["case"] == "path"
+    assert row["n_samples"] == len(parsed.table)
+
+
+@pytest.mark.parametrize("module", sorted(OTHER_PARSERS))
+def test_other_parsers_round_trip(store, module):
+    tool, folder, pattern = OTHER_PARSERS[module]
+    files = sorted((FIXTURES / folder).glob(pattern))
+    try:
+        parser = importlib.import_module(f"labtools.parsers.{module}")
+    except ModuleNotFoundError:
+        pytest.skip(f"no parser labtools.parsers.{module} yet")
+    if not files:
+        pytest.skip(f"no {tool} fixtures in tests/fixtures/{folder}")
+    for path in files:
+        text = path.read_text()
+        try:
+            parsed = parser.parse(text)
+        except LabtoolsError as err:
+            run_id = store.save(RunRecord.from_error(tool, err, raw_output=text))
+            assert store.get(run_id).raw_output == text
+            continue
+        run_id = store.save(RunRecord.from_parsed(parsed, src="h1", dst="h4"))
+        pd.testing.assert_frame_equal(store.samples(run_id), parsed.table)
+        assert store.get(run_id).summary == json.loads(json.dumps(parsed.summary))
+
+
+def test_dtypes_survive(store):
+    """Columns a parser may produce: UTC times, nullable ints, bools, categories, NaN."""
+    table = pd.DataFrame({
+        "time": pd.to_datetime([1_700_000_000.25, None, 1_700_000_001.5], unit="s", utc=True),
+        "seq": pd.array([1, None, 3], dtype="Int64"),
+        "lost": [False, True, False],
+        "side": pd.Categorical(["sender", "receiver", "sender"]),
+        "rtt_ms": [0.043, float("nan"), 61.4],
+        "bytes": [1448, 0, 2896],
+        "span": pd.to_timedelta([0.5, 1.0, 1.5], unit="s"),
+    })
+    run_id = store.save(RunRecord(tool="ping", table=table, summary={"min_ms": 0.043}))
+    pd.testing.assert_frame_equal(store.samples(run_id), table)
+    empty = table.iloc[0:0]
+    run_id = store.save(RunRecord(tool="ping", table=empty))
+    back = store.samples(run_id)
+    assert list(back.columns) == list(table.columns) and back.empty
+    assert back["rtt_ms"].dtype == "float64" and back["bytes"].dtype == "int64"
+
+
+def test_errors_are_kept(store):
+    refused = FIXTURES / "simpleperf" / "client_refused.jsonl"
+    run_id = store.save(_record(refused, src="h7", dst="h9"))
+    failed = store.save(RunRecord.from_error("iperf3", "iperf3 on h1 did not finish within 15 s",
+                                             raw_output="partial\n", src="h1", dst="h4"))
+    runs = store.runs(status="error")
+    assert list(runs["id"]) == [run_id, failed]
+    assert "connection refused" in runs.iloc[0]["error"]
+    assert runs.iloc[1]["raw_output"] == "partial\n"
+    assert store.samples(failed).empty
+
+
+def test_runs_filters_and_summary_columns(store):
+    for path, case in zip(SP_FIXTURES[:3], ("udp", "path", "path")):
+        store.save(_record(path, case=case, src="h1", dst="h4"))
+    runs = store.runs()
+    assert list(runs["id"]) == [1, 2, 3]
+    assert "summary.receiver_mbps" in runs.columns
+    assert str(runs["started_at"].dtype).startswith("datetime64")
+    assert (runs["finished_at"] >= runs["started_at"]).all()
+    assert list(store.runs(case="path")["id"]) == [2, 3]
+    assert list(store.runs(case=["udp", "path"], id=[1, 3])["id"]) == [1, 3]
+    assert store.runs(tool="iperf3").empty
+    with pytest.raises(InputError):
+        store.runs(colour="red")
+    with pytest.raises(StoreError):
+        store.samples(99)
+
+
+def test_bad_records_refused(store):
+    with pytest.raises(InputError):
+        store.save(RunRecord(tool="ping", status="maybe"))
+    with pytest.raises(InputError):
+        store.save(RunRecord(tool="ping", emulation="cloud"))
+    assert store.runs().empty
+
+
+def test_environment(monkeypatch, store):
+    monkeypatch.setenv("LABTOOLS_IN_VM", "1")
+    env = environment_metadata()
+    assert env["emulation"] == "vm"
+    assert env["kernel"] == os.uname().release and env["host"] == os.uname().nodename
+    run_id = store.save(RunRecord(tool="ping"))
+    assert store.get(run_id).emulation == "vm"
+    monkeypatch.delenv("LABTOOLS_IN_VM")
+    assert environment_metadata()["emulation"] == "native"
+
+
+def test_schema_version(tmp_path):
+    path = tmp_path / "r.sqlite"
+    ResultStore(path)
+    con = sqlite3.connect(path)
+    assert con.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
+    assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    con.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION + 1,))
+    con.commit()
+    con.close()
+    with pytest.raises(StoreError, match="schema version 2"):
+        ResultStore(path)
+
+
+def test_not_a_store(tmp_path):
+    junk = tmp_path / "junk.sqlite"
+    junk.write_text("this is not a database\n" * 100)
+    with pytest.raises(StoreError):
+        ResultStore(junk)
+    with pytest.raises(StoreError, match="no results store"):
+        ResultStore(tmp_path / "missing.sqlite", create=False)
+
+
+def test_export_csv(store, tmp_path):
+    for path in SP_FIXTURES:
+        store.save(_record(path, src="h1", dst="h4"))
+    runs_csv, samples_csv = store.export_csv(tmp_path / "csv")
+    runs = pd.read_csv(runs_csv)
+    samples = pd.read_csv(samples_csv)
+    assert len(runs) == len(SP_FIXTURES)
+    assert len(samples) == runs["n_samples"].sum() > 0
+    assert {"run_id", "row", "rate_mbps", "side"} <= set(samples.columns)
+
+
+def test_results_command(store, tmp_path):
+    store.save(_record(FIXTURES / "simpleperf" / "client_t2_i0.5_P2.jsonl",
+                       topology="portfolio", src="h1", dst="h4", case="path"))
+    store.save(_record(FIXTURES / "simpleperf" / "client_refused.jsonl", src="h7", dst="h9"))
+    done = run_cli(["results", "--db", str(store.path)])
+    assert done.returncode == 0, done.stderr
+    receiver = store.runs().iloc[0]["summary.receiver_mbps"]
+    assert f"{receiver:.2f} Mbit/s" in done.stdout and "h1-h4" in done.stdout
+    assert "connection refused" in done.stdout
+    rows = json.loads(run_cli(["results", "--db", str(store.path), "--json",
+                               "--case", "path"]).stdout)
+    assert [r["headline"] for r in rows] == [receiver]
+    done = run_cli(["results", "--db", str(store.path), "--csv", str(tmp_path / "out")])
+    assert (tmp_path / "out" / "samples.csv").is_file(), done.stderr
+    missing = run_cli(["results", "--db", str(tmp_path / "none.sqlite")])
+    assert missing.returncode == 2 and "no results store" in missing.stderr
+
+
+# --- crash safety, for real ---------------------------------------------------------
+_CHILD = textwrap.dedent("""
+    import sys, time
+    import labtools.store as st
+    from labtools.parsers.simpleperf import parse
+
+    db, mode, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    parsed = parse(open(sys.argv[4]).read())
+    store = st.ResultStore(db)
+    if mode == "hang":
+        for _ in range(count):
+            print(store.save(st.RunRecord.from_parsed(parsed, label=mode)), flush=True)
+        encode = st._table_values
+
+        def hanging(table):
+            for i, value in enumerate(encode(table)):
+                if i == 5:
+                    print("in-transaction", flush=True)
+                    time.sleep(300)
+                yield value
+
+        st._table_values = hanging
+        store.save(st.RunRecord.from_parsed(parsed, label=mode))
+    else:
+        for _ in range(count):
+            print(store.save(st.RunRecord.from_parsed(parsed, label=mode)), flush=True)
+""")
+_TABLE = FIXTURES / "simpleperf" / "client_t2_i0.5_P2.jsonl"
+
+
+def _child(db: Path, mode: str, count: int) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.Popen([sys.executable, "-c", _CHILD, str(db), mode, str(count),
+                             str(_TABLE)], stdout=subprocess.PIPE, text=True, env=env)
+
+
+def _assert_complete(db: Path) -> pd.DataFrame:
+    con = sqlite3.connect(db)
+    assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    orphans = con.execute("SELECT count(*) FROM samples WHERE run_id NOT IN "
+                          "(SELECT id FROM runs)").fetchone()[0]
+    con.close()
+    assert orphans == 0
+    store = ResultStore(db)
+    runs = store.runs()
+    for run_id, n in zip(runs["id"], runs["n_samples"]):
+        assert len(store.samples(int(run_id))) == n > 0
+    return runs
+
+
+def test_sigkill_inside_a_save_loses_only_that_run(tmp_path):
+    db = tmp_path / "crash.sqlite"
+    child = _child(db, "hang", 3)
+    try:
+        lines = [child.stdout.readline().strip() for _ in range(4)]
+        assert lines == ["1", "2", "3", "in-transaction"]
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=10)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == -signal.SIGKILL
+    runs = _assert_complete(db)
+    assert list(runs["id"]) == [1, 2, 3]
+    assert ResultStore(db).save(RunRecord(tool="ping")) == 4  # writable again
+
+
+def test_sigkill_while_saving_in_a_loop(tmp_path):
+    db = tmp_path / "loop.sqlite"
+    child = _child(db, "loop", 100000)
+    try:
+        saved = [child.stdout.readline().strip() for _ in range(10)]
+        time.sleep(0.3)
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=10)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    runs = _assert_complete(db)
+    assert [int(s) for s in saved] == list(runs["id"])[:10]  # every reported save is there
+
+
+def test_two_writers(tmp_path):
+    db = tmp_path / "two.sqlite"
+    children = [_child(db, "loop", 25), _child(db, "loop", 25)]
+    outs = [c.communicate(timeout=120)[0].split() for c in children]
+    assert [c.returncode for c in children] == [0, 0]
+    runs = _assert_complete(db)
+    assert len(runs) == 50
+    assert sorted(int(i) for out in outs for i in out) == list(range(1, 51))
