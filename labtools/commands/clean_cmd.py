@@ -1,0 +1,58 @@
+"""``labtools clean``: remove what a crashed lab run left behind (like ``mn -c``).
+
+    labtools clean [--dry-run] [--no-mn] [--json]
+
+Stops the kit's leftover processes (``mnexec``, Mininet node shells, and iperf, iperf3,
+ping, simpleperf running inside a host's network namespace), deletes Mininet-style
+interfaces (``h1-eth0``), the kit's switch bridges (``s1``), Open vSwitch bridges of that
+name and ``labtools-*`` namespaces, then runs Mininet's ``mn -c`` unless ``--no-mn``
+(note: ``mn -c`` also kills every ``ping`` on the machine and deletes ``/tmp/*.log``).
+Prints what it removed, or ``nothing to clean``; exit status 0 (1 when something could
+not be removed). JSON keys: dry_run, count, processes [{pid, name, cmdline,
+start_ticks}], interfaces, bridges, ovs_bridges, namespaces, failed, mn_output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``labtools clean``."""
+    p = sub.add_parser("clean", help="remove leftovers of a crashed run (like mn -c)",
+                       description="Remove the processes, interfaces, bridges and "
+                       "namespaces a crashed lab run left behind.")
+    p.add_argument("--dry-run", action="store_true", help="only show what would be removed")
+    p.add_argument("--no-mn", action="store_true",
+                   help="do not run Mininet's own `mn -c` afterwards")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Clean (or show); return 0, or 1 when something could not be removed."""
+    from labtools.cleanup import clean
+
+    result = clean(dry_run=args.dry_run, mininet=not args.no_mn)
+    if args.json:
+        print(json.dumps({"dry_run": args.dry_run, **result.to_dict()}, indent=2))
+        return 1 if result.failed else 0
+    verb = "would remove" if args.dry_run else "removed"
+    if result.count() == 0:
+        print("nothing to clean")
+    else:
+        print(f"{verb} {result.describe()}")
+        for proc in result.processes:
+            print(f"  process {proc.pid} ({proc.name}): {proc.cmdline}")
+        for title, names in (("interfaces", result.interfaces), ("bridges", result.bridges),
+                             ("OVS bridges", result.ovs_bridges),
+                             ("namespaces", result.namespaces)):
+            if names:
+                print(f"  {title}: {' '.join(names)}")
+    if result.mn_output:
+        print("ran mn -c (Mininet's own cleanup)")
+    for line in result.failed:
+        print(f"could not remove {line}")
+    return 1 if result.failed else 0
