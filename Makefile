@@ -1,4 +1,5 @@
 # The lab kit's entry points. Run as root on Debian 12 / Ubuntu (the VM has root).
+VENV ?= $(or $(LABTOOLS_VENV),.venv)
 .PHONY: lab test unit demo setup students bench clean help
 
 help:
@@ -20,16 +21,16 @@ test:
 	bash scripts/test.sh
 
 unit: setup
-	.venv/bin/python -m pytest -q -m "not network and not vm"
+	$(VENV)/bin/python -m pytest -q -m "not network and not vm"
 
 demo: setup
-	.venv/bin/labtools run portfolio all --duration 10
+	$(VENV)/bin/labtools run portfolio all --duration 10
 
 students: setup
-	.venv/bin/labtools notebooks build
+	$(VENV)/bin/labtools notebooks build
 
 bench: setup
-	.venv/bin/python benchmarks/simpleperf_vs_iperf3.py
+	$(VENV)/bin/python benchmarks/simpleperf_vs_iperf3.py
 
 clean:
-	.venv/bin/labtools clean
+	$(VENV)/bin/labtools clean

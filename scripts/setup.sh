@@ -4,9 +4,17 @@
 # Used by `make test`, `make lab`, `.ci/run` and the Vagrant provisioning.
 # Idempotent: a second run checks, changes nothing and takes seconds.
 #
-#   bash scripts/setup.sh            # packages + venv + kit
+#   bash scripts/setup.sh              # packages + venv + kit
+#   bash scripts/setup.sh --service    # also JupyterLab as a systemd service (the lab VM)
 #   LABTOOLS_VENV=/opt/lab bash scripts/setup.sh
 set -euo pipefail
+service=no
+for arg in "$@"; do
+    case "$arg" in
+        --service) service=yes ;;
+        *) echo "[setup] unknown option $arg (use --service)" >&2; exit 2 ;;
+    esac
+done
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv=${LABTOOLS_VENV:-$here/.venv}
@@ -62,3 +70,6 @@ fi
 "$venv/bin/python" -c "import labtools, mininet.net" \
     || { echo "[setup] the venv cannot import labtools and mininet" >&2; exit 1; }
 say "ready: $venv/bin/labtools"
+
+[ "$service" = yes ] && bash "$here/scripts/lab-service.sh" "$venv"
+exit 0

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make test`: install what is needed, then run the whole suite.
 #  1. unit tests (anywhere; the `root` ones need root and a Linux kernel, no netem);
-#  2. real-network tests (marker `network`): natively where this kernel can emulate links,
+#  2. the lab VM's provisioning: setup twice (idempotent, quick), Vagrantfile validated;
+#  3. real-network tests (marker `network`): natively where this kernel can emulate links,
 #     otherwise inside the lab VM (labtools vm), which boots a stock kernel that can.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -12,6 +13,9 @@ export PATH="$here/.venv/bin:$PATH"
 
 echo "== unit tests =="
 $py -m pytest -q -m "not network and not vm" "$@"
+
+echo "== provisioning of the lab VM (twice) and the Vagrantfile =="
+bash scripts/check-provisioning.sh
 
 echo "== real-network tests =="
 if $py -c 'import sys; from labtools.capabilities import native_network_ok; sys.exit(0 if native_network_ok() else 1)'; then

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# JupyterLab as a systemd service for the lab VM (called by `setup.sh --service`).
+# Token-protected; listens on port 8888 inside the VM, which Vagrant forwards to the
+# host's 127.0.0.1 only. Idempotent: files are rewritten only when their content changes.
+set -euo pipefail
+venv=$1
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+say() { printf '[setup] %s\n' "$*"; }
+changed=no
+
+# write FILE MODE: content from stdin, only if different
+write() {
+    local file=$1 mode=$2 tmp
+    tmp=$(mktemp)
+    cat > "$tmp"
+    if [ -f "$file" ] && cmp -s "$tmp" "$file"; then
+        rm -f "$tmp"
+    else
+        install -D -m "$mode" "$tmp" "$file"
+        rm -f "$tmp"
+        changed=yes
+        say "wrote $file"
+    fi
+}
+
+if [ ! -s /etc/labtools/jupyter.env ]; then
+    token=$("$venv/bin/python" -c 'import secrets; print(secrets.token_hex(24))')
+    printf 'JUPYTER_TOKEN=%s\n' "$token" | write /etc/labtools/jupyter.env 600
+fi
+
+write /etc/systemd/system/labtools-lab.service 644 <<UNIT
+[Unit]
+Description=Network measurement lab (JupyterLab, token-protected)
+After=network-online.target openvswitch-switch.service
+
+[Service]
+Type=simple
+EnvironmentFile=/etc/labtools/jupyter.env
+Environment=PATH=$venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+WorkingDirectory=$here
+ExecStartPre=-$venv/bin/labtools clean
+ExecStart=$venv/bin/jupyter lab --no-browser --allow-root --ip=0.0.0.0 --port=8888 --ServerApp.port_retries=0 --ServerApp.root_dir=$here
+Restart=on-failure
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+
+write /usr/local/bin/labtools-lab-url 755 <<'URL'
+#!/bin/sh
+# Prints the address of the lab with its token (run as root: sudo labtools-lab-url).
+. /etc/labtools/jupyter.env
+echo "http://127.0.0.1:${LAB_PORT:-8888}/lab?token=$JUPYTER_TOKEN"
+URL
+
+for tool in labtools simpleperf; do
+    if [ "$(readlink /usr/local/bin/$tool 2>/dev/null)" != "$venv/bin/$tool" ]; then
+        ln -sfn "$venv/bin/$tool" "/usr/local/bin/$tool"
+        changed=yes
+    fi
+done
+
+if [ -d /run/systemd/system ]; then
+    [ "$changed" = yes ] && systemctl daemon-reload
+    systemctl enable --quiet labtools-lab.service
+    if [ "$changed" = yes ] || ! systemctl is-active --quiet labtools-lab.service; then
+        systemctl restart labtools-lab.service
+    fi
+    say "JupyterLab service: $(systemctl is-active labtools-lab.service)"
+else
+    say "no systemd here: the JupyterLab service is installed but not started"
+fi
+say "service files: $([ "$changed" = yes ] && echo updated || echo unchanged)"
+say 'open the lab: run "sudo labtools-lab-url" for its address with the token'
