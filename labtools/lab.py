@@ -42,6 +42,7 @@ class Measurement:
     parsed: Parsed
     run_id: Optional[int] = None
     extra: Dict[str, Any] = field(default_factory=dict)
+    started_at: str = ""  #: ISO 8601 UTC, when the tool was started
 
     @property
     def summary(self) -> Dict[str, Any]:
@@ -79,6 +80,7 @@ class LabSession:
         self._backend: Any = None
         self._servers: List[subprocess.Popen] = []
         self._guard: Any = None
+        self._versions: Dict[str, Optional[str]] = {}
 
     # --- lifecycle --------------------------------------------------------------------
     def __enter__(self) -> "LabSession":
@@ -186,20 +188,37 @@ class LabSession:
             return None
         from labtools.store import RunRecord
 
-        record = RunRecord.from_parsed(
-            measurement.parsed, topology=self.topo, src=measurement.src, dst=measurement.dst,
-            command=measurement.command, case=self.case, status=status, error=error,
-        )
+        meta = dict(topology=self.topo, src=measurement.src, dst=measurement.dst,
+                    command=measurement.command, case=self.case,
+                    tool_version=self.tool_version(measurement.tool))
+        if measurement.started_at:
+            meta["started_at"] = measurement.started_at
+        if status == "ok":
+            record = RunRecord.from_parsed(measurement.parsed, **meta)
+        else:
+            record = RunRecord.from_error(measurement.tool, error, measurement.parsed.raw, **meta)
         measurement.run_id = self.store.save(record)
         return measurement.run_id
 
     def save_failure(self, tool: str, src: str, dst: str, argv: List[str], raw: str,
-                     err: LabtoolsError) -> None:
+                     err: LabtoolsError, started_at: str = "") -> None:
         """Keep the raw output of a failed measurement, with the reason."""
         import pandas as pd
 
-        failed = Measurement(tool, src, dst, argv, Parsed(tool, pd.DataFrame(), {}, raw))
+        failed = Measurement(tool, src, dst, argv, Parsed(tool, pd.DataFrame(), {}, raw),
+                             started_at=started_at)
         self.save(failed, status="error", error=str(err))
+
+    def tool_version(self, tool: str) -> Optional[str]:
+        """The version the tool reports (asked once per session)."""
+        if tool not in self._versions:
+            from labtools.capabilities import tool_info
+
+            from labtools import __version__
+
+            self._versions[tool] = (
+                __version__ if tool == "simpleperf" else tool_info(tool).version)
+        return self._versions[tool]
 
 
 def wait_output(proc: subprocess.Popen, argv: List[str], host: str, timeout_s: float) -> str:

@@ -20,16 +20,18 @@ from labtools.parsers import parse
 def _measure(lab: LabSession, tool: str, src: str, dst: str, argv: List[str],
              timeout_s: float, check: Optional[Callable[[Any], None]] = None) -> Measurement:
     """Run ``argv`` on ``src``, parse as ``tool``, save; save the failure too."""
-    raw = ""
+    from labtools.store import utc_now
+
+    raw, started = "", utc_now()
     try:
         raw = lab.run(src, argv, timeout_s)
         parsed = parse(tool, raw)
         if check is not None:
             check(parsed)
     except LabtoolsError as err:
-        lab.save_failure(tool, src, dst, argv, raw, err)
+        lab.save_failure(tool, src, dst, argv, raw, err, started)
         raise
-    measurement = Measurement(tool, src, dst, argv, parsed)
+    measurement = Measurement(tool, src, dst, argv, parsed, started_at=started)
     lab.save(measurement)
     return measurement
 
