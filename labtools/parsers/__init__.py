@@ -7,33 +7,29 @@ command line (``labtools parse TOOL FILE``) to those functions.
 
 from __future__ import annotations
 
+import importlib
 from typing import Callable, Dict
 
 from labtools.parsers.base import Parsed
 
 ParserFn = Callable[[str], Parsed]
 
-
-def _registry() -> Dict[str, ParserFn]:
-    # Imported here so that importing labtools.parsers stays cheap.
-    from labtools.parsers import iperf2, iperf3, ping, simpleperf
-
-    return {
-        "ping": ping.parse,
-        "iperf": iperf2.parse,
-        "iperf3": iperf3.parse,
-        "simpleperf": simpleperf.parse,
-    }
-
-
-TOOLS = ("ping", "iperf", "iperf3", "simpleperf")
+#: tool name (as on the command line) -> module whose ``parse`` reads its output;
+#: modules are imported only when their tool is parsed
+PARSER_MODULES: Dict[str, str] = {
+    "ping": "labtools.parsers.ping",
+    "iperf": "labtools.parsers.iperf2",
+    "iperf3": "labtools.parsers.iperf3",
+    "simpleperf": "labtools.parsers.simpleperf",
+}
+TOOLS = tuple(PARSER_MODULES)
 
 
 def parse(tool: str, text: str) -> Parsed:
     """Parse ``text`` as the output of ``tool`` (one of :data:`TOOLS`)."""
     from labtools.errors import InputError
 
-    parsers = _registry()
-    if tool not in parsers:
+    if tool not in PARSER_MODULES:
         raise InputError(f"unknown tool {tool!r}: choose one of {', '.join(TOOLS)}")
-    return parsers[tool](text)
+    parser: ParserFn = importlib.import_module(PARSER_MODULES[tool]).parse
+    return parser(text)

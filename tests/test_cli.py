@@ -1,0 +1,96 @@
+"""The command line contract: keys, numbers, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from labtools import expect
+from labtools.catalog import load_topology
+from tests.conftest import FIXTURES, run_cli
+
+
+@pytest.mark.parametrize("src, dst", [("r1", "r2"), ("r2", "r3"), ("r3", "r4"),
+                                      ("h1", "h4"), ("h1", "h9"), ("h7", "h9")])
+def test_expect_pair_json(portfolio, src, dst):
+    proc = run_cli(["expect", "portfolio", src, dst, "--json"])
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert {"path", "rtt_ms", "bottleneck_mbps", "bottleneck_link",
+            "tcp_goodput_ceiling_mbps", "bdp_bytes"} <= set(data)
+    assert data["rtt_ms"] == pytest.approx(expect.rtt_ms(portfolio, src, dst))
+    rate, label = expect.bottleneck(portfolio, src, dst)
+    assert (data["bottleneck_mbps"], data["bottleneck_link"]) == (rate, label)
+    assert data["tcp_goodput_ceiling_mbps"] == pytest.approx(rate * 1448 / 1514, abs=1e-3)
+    assert data["bdp_bytes"] == pytest.approx(rate * 1e6 * data["rtt_ms"] / 1e3 / 8, abs=1)
+    assert data["path"][0] == src and data["path"][-1] == dst
+
+
+def test_expect_pair_text():
+    proc = run_cli(["expect", "portfolio", "h1", "h4"])
+    assert proc.returncode == 0
+    assert "60 ms" in proc.stdout and "30 Mbit/s (L2)" in proc.stdout
+
+
+def test_expect_flows_json():
+    proc = run_cli(["expect", "portfolio", "--flows", "h1:h4x2,h2:h5,h3:h6", "--json"])
+    assert proc.returncode == 0, proc.stderr
+    flows = json.loads(proc.stdout)["flows"]
+    assert [(f["src"], f["dst"], f["connections"]) for f in flows] == [
+        ("h1", "h4", 2), ("h2", "h5", 1), ("h3", "h6", 1)]
+    assert [f["share_mbps"] for f in flows] == [15, 7.5, 7.5]
+    assert {f["limited_by"] for f in flows} == {"L2"}
+
+
+def test_other_topologies_and_files(tmp_path):
+    proc = run_cli(["expect", "dumbbell,pairs=3,bw_mbps=20,delay_ms=5", "a1", "b1", "--json"])
+    data = json.loads(proc.stdout)
+    topo = load_topology("dumbbell,pairs=3,bw_mbps=20,delay_ms=5")
+    assert data["rtt_ms"] == expect.rtt_ms(topo, "a1", "b1") == 10
+    assert data["bottleneck_mbps"] == 20
+    spec = tmp_path / "t.json"
+    spec.write_text(json.dumps({
+        "name": "two", "nodes": [{"name": "h1"}, {"name": "r1", "kind": "router"}, {"name": "h2"}],
+        "links": [{"a": "h1", "b": "r1", "bw_mbps": 5, "delay_ms": 3},
+                  {"a": "r1", "b": "h2", "bw_mbps": 8, "delay_ms": 4.5}]}))
+    data = json.loads(run_cli(["expect", str(spec), "h1", "h2", "--json"]).stdout)
+    assert data["rtt_ms"] == 15 and data["bottleneck_mbps"] == 5
+
+
+@pytest.mark.parametrize("args, words", [
+    (["expect", "portfolio", "h1", "h99"], "unknown node 'h99'"),
+    (["expect", "nosuch", "h1", "h2"], "unknown topology 'nosuch'"),
+    (["expect", "portfolio", "--flows", "h1-h4"], "bad flow"),
+    (["expect", "portfolio", "h1"], "give SRC and DST"),
+    (["expect", "portfolio", "h1", "s1"], "switch"),
+    (["expect", "dumbbell,pairs=-1", "a1", "b1"], "pairs=-1"),
+    (["parse", "ping", "/nonexistent/file"], "cannot read"),
+    (["parse", "ping", "-", "--topology", "portfolio"], "go together"),
+])
+def test_user_errors_are_one_line(args, words):
+    proc = run_cli(args)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0], proc.stderr
+
+
+@pytest.mark.parametrize("tool", ["ping", "iperf", "iperf3", "simpleperf"])
+def test_malformed_tool_output_is_a_clear_error(tool):
+    garbage = "this is not the output of any measurement tool\n"
+    proc = run_cli(["parse", tool, "-"], stdin=garbage)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert f"cannot parse {tool} output" in proc.stderr
+
+
+def test_parse_simpleperf_with_verdicts():
+    sample = sorted((FIXTURES / "simpleperf").glob("client_t2*P2.jsonl"))[0]
+    proc = run_cli(["parse", "simpleperf", str(sample), "--json", "--topology", "portfolio",
+                    "--src", "h1", "--dst", "h4"])
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["summary"]["receiver_mbps"] > 0
+    # loopback is far faster than the 30 Mbit/s path: the verdict must say so
+    assert data["verdicts"][0]["verdict"] == "invalid"
