@@ -1,0 +1,251 @@
+#!/usr/bin/env bash
+# Capture the parser test fixtures from REAL runs of ping (iputils), iperf3 and iperf 2.x.
+#
+# Builds three network namespaces joined by veth pairs:
+#
+#     cli (10.77.1.1) --- rtr (10.77.1.254 | 10.77.2.254) --- srv (10.77.2.1)
+#
+# The router shapes both directions with HTB at $RATE (leaf pfifo of $QUEUE packets), so a
+# UDP sender above the rate loses datagrams in the router queue (a sender's own qdisc
+# would only slow the sender down). The kernel here has no netem: there is no added delay.
+#
+# Each capture writes tests/fixtures/<tool>/<name>.<txt|json> and <name>.meta (tool,
+# version, exact command, how it was made). A few breakage cases that iperf3 3.12 does not
+# produce by itself are DERIVED from a real capture by a mechanical transformation that
+# the .meta names. Traffic stays inside the namespaces; everything is removed on exit.
+#
+#   bash scripts/capture_fixtures.sh            # all tools
+#   bash scripts/capture_fixtures.sh ping       # only one of: ping iperf3 iperf2
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+out=$here/tests/fixtures
+RATE=${RATE:-20mbit}
+QUEUE=${QUEUE:-50}
+P=ltfx                       # prefix of every namespace and interface made here
+CLI=$P-cli RTR=$P-rtr SRV=$P-srv
+SRV_IP=10.77.2.1 RTR_SRV_IP=10.77.2.254 NOHOST_IP=10.77.2.99
+only=${1:-all}
+
+if [ "$(id -u)" != 0 ]; then echo "capture_fixtures: run as root" >&2; exit 1; fi
+for t in ping iperf iperf3 tc ip python3; do
+    command -v "$t" >/dev/null || { echo "capture_fixtures: $t missing (run scripts/setup.sh)" >&2; exit 1; }
+done
+
+pids=()
+cleanup() {
+    local p
+    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+    for ns in "$CLI" "$RTR" "$SRV"; do
+        # anything still running inside our own namespaces was started by this script
+        for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
+        ip netns del "$ns" 2>/dev/null || true
+    done
+}
+trap cleanup EXIT INT TERM
+
+in_cli() { ip netns exec "$CLI" "$@"; }
+in_srv() { ip netns exec "$SRV" "$@"; }
+
+shape() {  # shape NS DEV: HTB root, one class at $RATE, pfifo leaf of $QUEUE packets
+    tc -n "$1" qdisc add dev "$2" root handle 1: htb default 10 r2q 100
+    tc -n "$1" class add dev "$2" parent 1: classid 1:10 htb rate "$RATE" ceil "$RATE"
+    tc -n "$1" qdisc add dev "$2" parent 1:10 handle 10: pfifo limit "$QUEUE"
+}
+
+build_net() {
+    cleanup
+    ip netns add "$CLI"; ip netns add "$RTR"; ip netns add "$SRV"
+    ip link add ${P}c0 type veth peer name ${P}r0
+    ip link add ${P}s0 type veth peer name ${P}r1
+    ip link set ${P}c0 netns "$CLI"; ip link set ${P}r0 netns "$RTR"
+    ip link set ${P}r1 netns "$RTR"; ip link set ${P}s0 netns "$SRV"
+    ip -n "$CLI" addr add 10.77.1.1/24 dev ${P}c0
+    ip -n "$RTR" addr add 10.77.1.254/24 dev ${P}r0
+    ip -n "$RTR" addr add $RTR_SRV_IP/24 dev ${P}r1
+    ip -n "$SRV" addr add $SRV_IP/24 dev ${P}s0
+    for ns in "$CLI" "$RTR" "$SRV"; do ip -n "$ns" link set lo up; done
+    ip -n "$CLI" link set ${P}c0 up; ip -n "$SRV" link set ${P}s0 up
+    ip -n "$RTR" link set ${P}r0 up; ip -n "$RTR" link set ${P}r1 up
+    ip -n "$CLI" route add default via 10.77.1.254
+    ip -n "$SRV" route add default via $RTR_SRV_IP
+    ip netns exec "$RTR" sysctl -qw net.ipv4.ip_forward=1
+    shape "$RTR" ${P}r1 2>/dev/null   # towards the server
+    shape "$RTR" ${P}r0 2>/dev/null   # towards the client (-R tests)
+    in_cli ping -c 1 -W 2 $SRV_IP >/dev/null   # warm ARP so the first RTT is not an outlier
+}
+
+meta() {  # meta DIR NAME TOOL VERSION COMMAND [NOTE]
+    {
+        echo "tool: $3"
+        echo "version: $4"
+        echo "command: $5"
+        echo "network: namespaces cli -- rtr -- srv, HTB $RATE each way in rtr (pfifo $QUEUE), no added delay"
+        echo "made: ${6:-real capture, stdout and stderr of the command, unedited}"
+        echo "captured: $(date -u +%Y-%m-%dT%H:%M:%SZ) by scripts/capture_fixtures.sh"
+    } > "$1/$2.meta"
+}
+
+bg_start() {  # bg_start NS OUTFILE CMD...: run CMD in NS in the background; sets $bg_pid
+    # The wrapping subshell is the parent and reports the process's death (e.g. "Killed")
+    # to /dev/null, so no shell message ends up in a fixture.
+    local ns=$1 outfile=$2 pidfile; shift 2
+    pidfile=$(mktemp)
+    ( ip netns exec "$ns" "$@" > "$outfile" 2>&1 & echo $! > "$pidfile"; wait ) 2>/dev/null &
+    while [ ! -s "$pidfile" ]; do sleep 0.05; done
+    bg_pid=$(cat "$pidfile"); rm -f "$pidfile"; pids+=("$bg_pid")
+}
+
+start_server() {  # start_server CMD... (in srv, output discarded); sets $srv_pid
+    bg_start "$SRV" /dev/null "$@"; srv_pid=$bg_pid; sleep 0.5
+}
+stop_server() { kill -9 "$srv_pid" 2>/dev/null || true; sleep 0.2; }
+
+# ---------------------------------------------------------------------------- ping ---
+capture_ping() {
+    local d=$out/ping v; mkdir -p "$d"
+    v=$(ping -V 2>&1 | head -1 || true)
+    run_ping() {  # run_ping NAME ARGS... (in cli, stdout+stderr to NAME.txt)
+        local name=$1; shift
+        in_cli ping "$@" > "$d/$name.txt" 2>&1 || true
+        meta "$d" "$name" ping "$v" "ping $*"
+    }
+    run_ping normal -c 10 -i 0.2 $SRV_IP
+    run_ping timestamps -D -c 10 -i 0.2 $SRV_IP
+    run_ping unreachable -c 6 -i 0.5 $NOHOST_IP
+    ip netns exec "$SRV" sysctl -qw net.ipv4.icmp_echo_ignore_all=1
+    run_ping total_loss -c 5 -i 0.2 -W 1 $SRV_IP
+    ip netns exec "$SRV" sysctl -qw net.ipv4.icmp_echo_ignore_all=0
+    # Large echo requests, faster than the shaped link and its queue: some are dropped.
+    tc -n "$RTR" class change dev ${P}r1 parent 1: classid 1:10 htb rate 1mbit ceil 1mbit
+    tc -n "$RTR" qdisc change dev ${P}r1 parent 1:10 handle 10: pfifo limit 3
+    run_ping partial_loss -c 30 -l 8 -i 0.005 -s 1400 -W 1 $SRV_IP
+    tc -n "$RTR" class change dev ${P}r1 parent 1: classid 1:10 htb rate "$RATE" ceil "$RATE"
+    tc -n "$RTR" qdisc change dev ${P}r1 parent 1:10 handle 10: pfifo limit "$QUEUE"
+    # Killed: SIGKILL leaves no statistics; SIGINT (Ctrl-C) prints them.
+    bg_start "$CLI" "$d/killed.txt" ping -i 0.2 $SRV_IP
+    sleep 1.1; kill -9 "$bg_pid"; sleep 0.2
+    meta "$d" killed ping "$v" "ping -i 0.2 $SRV_IP (sent SIGKILL after 1.1 s)" \
+        "real capture; ping killed by SIGKILL after 1.1 s, so no statistics lines"
+    in_cli timeout -s INT 1.1 ping -i 0.2 $SRV_IP > "$d/interrupted.txt" 2>&1 || true
+    meta "$d" interrupted ping "$v" "timeout -s INT 1.1 ping -i 0.2 $SRV_IP" \
+        "real capture; ping interrupted by SIGINT (as Ctrl-C) after 1.1 s"
+    in_cli ping -c 2 nosuchhost.invalid > "$d/unknown_host.txt" 2>&1 || true
+    meta "$d" unknown_host ping "$v" "ping -c 2 nosuchhost.invalid" \
+        "real capture; name resolution fails inside the namespace, no packet is sent"
+}
+
+# -------------------------------------------------------------------------- iperf3 ---
+capture_iperf3() {
+    local d=$out/iperf3 v port=5311; mkdir -p "$d"
+    v=$(iperf3 --version 2>&1 | head -1 || true)
+    run3() {  # run3 NAME SERVER_ARGS CLIENT_ARGS...
+        local name=$1 sargs=$2; shift 2
+        port=$((port + 1))
+        start_server iperf3 -s -1 -p $port $sargs
+        in_cli timeout 30 iperf3 -c $SRV_IP -p $port "$@" > "$d/$name.json" 2>&1 || true
+        stop_server
+        meta "$d" "$name" iperf3 "$v" "server: iperf3 -s -1 -p $port $sargs; client: iperf3 -c $SRV_IP -p $port $*"
+    }
+    run3 tcp_p1 "" -J -t 3 -i 1
+    run3 tcp_p3 "" -J -t 3 -i 1 -P 3
+    run3 tcp_omit "" -J -t 3 -i 1 -O 1
+    run3 tcp_reverse "" -J -t 3 -i 1 -R
+    run3 tcp_server_output "-J" -J -t 3 -i 1 --get-server-output
+    run3 tcp_server_output_text "" -J -t 2 -i 1 --get-server-output
+    run3 udp_p1 "" -J -u -b 30M -t 3 -i 1
+    run3 udp_p2 "" -J -u -b 8M -t 3 -i 1 -P 2
+    run3 udp_reverse "" -J -u -b 10M -t 3 -i 1 -R
+
+    port=$((port + 1))
+    in_cli iperf3 -c $SRV_IP -p $port -J -t 2 > "$d/no_server.json" 2>&1 || true
+    meta "$d" no_server iperf3 "$v" "iperf3 -c $SRV_IP -p $port -J -t 2 (no server listening)"
+
+    port=$((port + 1))
+    start_server iperf3 -s -p $port
+    ( sleep 2.5; kill -9 "$srv_pid" ) &
+    in_cli timeout 30 iperf3 -c $SRV_IP -p $port -J -t 5 -i 1 > "$d/server_killed.json" 2>&1 || true
+    wait
+    meta "$d" server_killed iperf3 "$v" "server: iperf3 -s -p $port, killed with SIGKILL 2.5 s after start; client: iperf3 -c $SRV_IP -p $port -J -t 5 -i 1"
+
+    port=$((port + 1))
+    start_server iperf3 -s -1 -p $port
+    in_cli timeout -s INT 2.5 iperf3 -c $SRV_IP -p $port -J -t 5 -i 1 > "$d/client_interrupted.json" 2>&1 || true
+    stop_server
+    meta "$d" client_interrupted iperf3 "$v" "timeout -s INT 2.5 iperf3 -c $SRV_IP -p $port -J -t 5 -i 1 (client interrupted like Ctrl-C)"
+
+    # UDP where nothing arrives: the router drops every UDP datagram (pfifo limit 0), so
+    # the UDP handshake never completes and the client is interrupted: rates are NaN,
+    # which iperf3 3.12 (cJSON) prints as null.
+    port=$((port + 1))
+    tc -n "$RTR" class add dev ${P}r1 parent 1: classid 1:20 htb rate "$RATE" 2>/dev/null
+    tc -n "$RTR" qdisc add dev ${P}r1 parent 1:20 handle 20: pfifo limit 0
+    tc -n "$RTR" filter add dev ${P}r1 parent 1: protocol ip prio 1 u32 match ip protocol 17 0xff flowid 1:20
+    start_server iperf3 -s -1 -p $port
+    in_cli timeout -s INT 4 iperf3 -c $SRV_IP -p $port -J -u -b 1M -t 2 > "$d/udp_nothing_arrives.json" 2>&1 || true
+    stop_server
+    tc -n "$RTR" filter del dev ${P}r1 parent 1: prio 1
+    meta "$d" udp_nothing_arrives iperf3 "$v" "timeout -s INT 4 iperf3 -c $SRV_IP -p $port -J -u -b 1M -t 2 (router drops all UDP: tc u32 match ip protocol 17 -> pfifo limit 0)"
+
+    # UDP where the handshake datagram passes but every data datagram is dropped (u32 on
+    # protocol 17 and IP total length with bit 0x400 set, i.e. the 1476-byte datagrams).
+    port=$((port + 1))
+    tc -n "$RTR" filter add dev ${P}r1 parent 1: protocol ip prio 1 u32 match ip protocol 17 0xff match u16 0x0400 0x0400 at 2 flowid 1:20
+    start_server iperf3 -s -1 -p $port
+    in_cli timeout 30 iperf3 -c $SRV_IP -p $port -J -u -b 5M -t 2 -i 1 > "$d/udp_all_lost.json" 2>&1 || true
+    stop_server
+    tc -n "$RTR" filter del dev ${P}r1 parent 1: prio 1
+    meta "$d" udp_all_lost iperf3 "$v" "iperf3 -c $SRV_IP -p $port -J -u -b 5M -t 2 -i 1 (router drops every UDP datagram of 1024 bytes or more: tc u32 match ip protocol 17 + match u16 0x0400 0x0400 at 2 -> pfifo limit 0)"
+
+    in_cli iperf3 -c $SRV_IP -J -P 200 > "$d/bad_option.json" 2>&1 || true
+    meta "$d" bad_option iperf3 "$v" "iperf3 -c $SRV_IP -J -P 200 (parameter error: usage text, no JSON)"
+
+    # Derived cases (iperf3 3.12 did not produce them here; older versions did).
+    cat "$d/tcp_p1.json" "$d/tcp_p1.json" > "$d/derived_twice.json"
+    meta "$d" derived_twice iperf3 "$v" "cat tcp_p1.json tcp_p1.json" \
+        "DERIVED: the real tcp_p1.json printed twice (mechanical: cat a a)"
+    { cat "$d/server_killed.json"
+      python3 -c 'import json,sys; print("iperf3: error - " + json.load(open(sys.argv[1]))["error"])' "$d/server_killed.json"
+    } > "$d/derived_error_line.json"
+    meta "$d" derived_error_line iperf3 "$v" "server_killed.json + 'iperf3: error - ' + its error field" \
+        "DERIVED: the real server_killed.json followed by one line 'iperf3: error - <its own error field>' as iperf3 prints it on stderr"
+    sed -e 's/:\([[:space:]]*\)null/:\1-nan/' "$d/udp_nothing_arrives.json" > "$d/derived_nan.json"
+    meta "$d" derived_nan iperf3 "$v" "sed 's/:\\([[:space:]]*\\)null/:\\1-nan/' udp_nothing_arrives.json" \
+        "DERIVED: the real udp_nothing_arrives.json with each JSON null (a NaN) written as -nan, as iperf3 versions before cJSON 1.7 print NaN"
+}
+
+# -------------------------------------------------------------------------- iperf2 ---
+capture_iperf2() {
+    local d=$out/iperf2 v port=5411; mkdir -p "$d"
+    v=$(iperf -v 2>&1 | head -1 || true)
+    run2() {  # run2 NAME SERVER_ARGS CLIENT_ARGS... ; also saves the server's text
+        local name=$1 sargs=$2; shift 2
+        port=$((port + 1))
+        bg_start "$SRV" "$d/$name.server.txt" iperf -s -p $port $sargs
+        srv_pid=$bg_pid; sleep 0.5
+        in_cli timeout 30 iperf -c $SRV_IP -p $port "$@" > "$d/$name.txt" 2>&1 || true
+        sleep 1; stop_server
+        meta "$d" "$name" iperf "$v" "iperf -c $SRV_IP -p $port $* (server: iperf -s -p $port $sargs)"
+        meta "$d" "$name.server" iperf "$v" "iperf -s -p $port $sargs (client: iperf -c $SRV_IP -p $port $*)" \
+            "real capture of the server's stdout+stderr; server killed with SIGKILL 1 s after the client ended"
+    }
+    run2 tcp "" -t 3
+    run2 tcp_interval "" -t 3 -i 1
+    run2 tcp_p2 "" -t 3 -i 1 -P 2
+    run2 tcp_p2_nointerval "" -t 3 -P 2
+    run2 udp_overload "-u" -u -b 30M -t 3
+    run2 udp_interval "-u -i 1" -u -b 10M -t 3 -i 1
+    port=$((port + 1))
+    in_cli iperf -c $SRV_IP -p $port -t 2 > "$d/no_server.txt" 2>&1 || true
+    meta "$d" no_server iperf "$v" "iperf -c $SRV_IP -p $port -t 2 (no server listening)"
+}
+
+build_net
+case $only in
+    all) capture_ping; capture_iperf3; capture_iperf2 ;;
+    ping) capture_ping ;;
+    iperf3) capture_iperf3 ;;
+    iperf2) capture_iperf2 ;;
+    *) echo "capture_fixtures: unknown part $only (ping, iperf3, iperf2)" >&2; exit 2 ;;
+esac
+echo "capture_fixtures: wrote $out/{ping,iperf3,iperf2}"

@@ -1,0 +1,228 @@
+"""The iperf3 -J parser against outputs captured from real iperf3 runs
+(tests/fixtures/iperf3, made by scripts/capture_fixtures.sh; see the .meta files).
+The ``derived_*`` fixtures are real captures transformed mechanically (named in .meta)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from labtools.errors import ParseError
+from labtools.parsers import iperf3
+
+DIR = Path(__file__).resolve().parent / "fixtures" / "iperf3"
+ALL = sorted(p.stem for p in DIR.glob("*.json"))
+FAILING = {"no_server", "udp_nothing_arrives", "derived_nan", "bad_option"}
+GOOD = [n for n in ALL if n not in FAILING]
+
+
+def raw(name: str) -> str:
+    return (DIR / f"{name}.json").read_text()
+
+
+def doc(name: str) -> dict:
+    return json.loads(raw(name))
+
+
+def parse(name: str):
+    return iperf3.parse(raw(name))
+
+
+def test_every_fixture_records_tool_version_and_command():
+    assert len(ALL) >= 15
+    for name in ALL:
+        meta = (DIR / f"{name}.meta").read_text()
+        assert "tool: iperf3" in meta and "version: iperf 3." in meta, name
+        assert re.search(r"^command: .*iperf3 -c ", meta, re.MULTILINE) or name.startswith("derived"), name
+        if name.startswith("derived"):
+            assert "DERIVED" in meta, name
+
+
+@pytest.mark.parametrize("name", GOOD)
+def test_schema_and_json_summary(name):
+    parsed = parse(name)
+    assert parsed.tool == "iperf3"
+    assert list(parsed.table.columns) == iperf3.COLUMNS
+    assert len(parsed.table) > 0
+    json.dumps(parsed.summary, allow_nan=False)
+    assert set(parsed.table["side"]) <= {"sender", "receiver"}
+
+
+@pytest.mark.parametrize("name", ["tcp_p1", "tcp_p3", "tcp_reverse", "udp_p1", "udp_p2", "udp_reverse"])
+def test_totals_are_iperf3s_end_sums(name):
+    s, end = parse(name).summary, doc(name)["end"]
+    assert s["sender_mbps"] == pytest.approx(end["sum_sent"]["bits_per_second"] / 1e6)
+    assert s["receiver_mbps"] == pytest.approx(end["sum_received"]["bits_per_second"] / 1e6)
+    assert s["sender_bytes"] == end["sum_sent"]["bytes"]
+    assert s["receiver_bytes"] == end["sum_received"]["bytes"]
+    assert s["streams"] == doc(name)["start"]["test_start"]["num_streams"]
+    assert s["version"] == "3.12" and s["error"] is None and s["complete"]
+    # the HTB bottleneck is 20 Mbit/s: what arrives stays below it
+    assert s["receiver_mbps"] < 20.0
+
+
+@pytest.mark.parametrize("name", ["tcp_p1", "tcp_p3", "udp_p1", "udp_p2", "tcp_reverse", "udp_reverse"])
+def test_interval_sums_add_up_to_the_total(name):
+    parsed = parse(name)
+    t = parsed.table
+    sums = t[(t["source"] == "client") & (t["stream"] == -1)]
+    streams = t[(t["source"] == "client") & (t["stream"] > 0)]
+    assert len(sums) == len(doc(name)["intervals"])
+    assert sums["bytes"].sum() == streams["bytes"].sum()
+    side_total = parsed.summary["receiver_bytes" if parsed.summary["reverse"] else "sender_bytes"]
+    assert sums["bytes"].sum() == pytest.approx(side_total, rel=0.02)
+    assert (sums["end_s"] > sums["start_s"]).all()
+
+
+def test_three_streams_have_their_own_rows():
+    t = parse("tcp_p3").table
+    assert sorted(set(t["stream"])) == [-1, 1, 2, 3]
+    assert t.loc[t["stream"] > 0, "socket"].nunique() == 3
+    for i in range(0, len(t), 4):  # each interval: streams 1, 2, 3, then the sum
+        block = t.iloc[i:i + 4]
+        assert list(block["stream"]) == [1, 2, 3, -1]
+        assert block["bytes"].iloc[3] == block["bytes"].iloc[:3].sum()
+
+
+def test_tcp_rows_have_retransmits_not_udp_fields():
+    parsed = parse("tcp_p1")
+    t = parsed.table
+    assert t["retransmits"].notna().all() and t["packets"].isna().all() and t["jitter_ms"].isna().all()
+    assert parsed.summary["protocol"] == "TCP"
+    assert parsed.summary["retransmits"] == doc("tcp_p1")["end"]["sum_sent"]["retransmits"]
+    assert parsed.summary["lost_pct"] is None and parsed.summary["jitter_ms"] is None
+    assert (t["side"] == "sender").all()
+
+
+def test_udp_over_the_bottleneck_loses_datagrams():
+    parsed = parse("udp_p1")
+    s, rx = parsed.summary, doc("udp_p1")["end"]["sum_received"]
+    assert s["protocol"] == "UDP" and s["retransmits"] is None
+    assert s["lost_packets"] == rx["lost_packets"] > 0
+    assert s["packets"] == rx["packets"] and s["jitter_ms"] == pytest.approx(rx["jitter_ms"])
+    assert s["lost_pct"] == pytest.approx(100 * s["lost_packets"] / s["packets"])
+    assert s["sent_packets"] == doc("udp_p1")["end"]["sum_sent"]["packets"]
+    assert s["sender_mbps"] > 25 > 20 > s["receiver_mbps"]  # -b 30M over 20 Mbit/s
+    assert parsed.table["packets"].notna().all() and parsed.table["retransmits"].isna().all()
+
+
+def test_reverse_rows_are_receiver_rows():
+    for name in ("tcp_reverse", "udp_reverse"):
+        parsed = parse(name)
+        assert parsed.summary["reverse"] is True
+        assert (parsed.table["side"] == "receiver").all()
+    udp = parse("udp_reverse").table
+    assert udp["jitter_ms"].notna().all() and udp["lost"].notna().all()
+
+
+def test_server_output_json_gives_server_receiver_rows():
+    parsed = parse("tcp_server_output")
+    t = parsed.table
+    server = t[t["source"] == "server"]
+    assert parsed.summary["server_output"] == "json"
+    assert len(server) == 2 * len(doc("tcp_server_output")["server_output_json"]["intervals"])
+    assert (server["side"] == "receiver").all()
+    assert (t.loc[t["source"] == "client", "side"] == "sender").all()
+    received = server.loc[server["stream"] == -1, "bytes"].sum()
+    assert received == pytest.approx(parsed.summary["receiver_bytes"], rel=0.01)
+
+
+def test_server_output_text_is_noted_without_rows():
+    parsed = parse("tcp_server_output_text")
+    assert parsed.summary["server_output"] == "text"
+    assert (parsed.table["source"] == "client").all()
+
+
+def test_omitted_intervals_are_flagged():
+    parsed = parse("tcp_omit")
+    t = parsed.table[parsed.table["stream"] == -1]
+    assert t["omitted"].iloc[0] and not t["omitted"].iloc[1:].any()
+    assert t.loc[~t["omitted"], "bytes"].sum() == pytest.approx(parsed.summary["sender_bytes"], rel=0.02)
+
+
+def test_no_server_raises_with_iperf3s_message():
+    with pytest.raises(ParseError) as err:
+        parse("no_server")
+    assert err.value.tool == "iperf3"
+    assert "Connection refused" in err.value.reason
+
+
+def test_killed_server_keeps_partial_intervals_and_the_error():
+    parsed = parse("server_killed")
+    s = parsed.summary
+    assert s["error"] == doc("server_killed")["error"] == "control socket has closed unexpectedly"
+    assert not s["complete"] and s["sender_mbps"] is None and s["receiver_mbps"] is None
+    # iperf3 3.12 repeats the last interval before the error: dropped once
+    assert s["duplicate_intervals_dropped"] == len(doc("server_killed")["intervals"]) - len(parsed.table) // 2 == 1
+    assert not parsed.table.duplicated(["source", "stream", "start_s"]).any()
+
+
+def test_interrupted_client_has_no_receiver_report():
+    parsed = parse("client_interrupted")
+    s = parsed.summary
+    assert s["error"].startswith("interrupt") and not s["complete"]
+    assert doc("client_interrupted")["end"]["sum_received"]["bytes"] == 0
+    assert s["receiver_mbps"] is None and s["receiver_bytes"] is None
+    assert s["sender_mbps"] == pytest.approx(doc("client_interrupted")["end"]["sum_sent"]["bits_per_second"] / 1e6)
+
+
+def test_udp_all_lost_shows_sent_but_nothing_received():
+    s = parse("udp_all_lost").summary
+    assert s["receiver_mbps"] == 0.0 and s["receiver_bytes"] == 0
+    assert s["packets"] == 0 and s["sent_packets"] == doc("udp_all_lost")["end"]["sum_sent"]["packets"] > 0
+
+
+def test_udp_nothing_arrives_raises_with_the_error():
+    assert "null" in raw("udp_nothing_arrives")  # iperf3 3.12 prints NaN as null
+    with pytest.raises(ParseError) as err:
+        parse("udp_nothing_arrives")
+    assert "interrupt - the client has terminated" in err.value.reason
+
+
+def test_nan_values_do_not_break_the_json():
+    assert "-nan" in raw("derived_nan")
+    with pytest.raises(ParseError) as err:
+        parse("derived_nan")
+    # the object was read (the -nan did not make it "not JSON"): iperf3's error is reported
+    assert "interrupt - the client has terminated" in err.value.reason
+
+
+def test_json_printed_twice_takes_the_last_object():
+    twice, once = parse("derived_twice"), parse("tcp_p1")
+    assert twice.summary["json_objects"] == 2
+    assert {k: v for k, v in twice.summary.items() if k != "json_objects"} == \
+        {k: v for k, v in once.summary.items() if k != "json_objects"}
+    assert twice.table.equals(once.table)
+
+
+def test_error_line_after_the_json_is_tolerated():
+    text = raw("derived_error_line")
+    assert text.rstrip().splitlines()[-1].startswith("iperf3: error - ")
+    parsed = iperf3.parse(text)
+    assert parsed.summary["error"] == "control socket has closed unexpectedly"
+    assert parsed.table.equals(parse("server_killed").table)
+
+
+def test_error_line_is_used_when_the_json_has_none():
+    error_line = raw("derived_error_line").rstrip().splitlines()[-1]
+    parsed = iperf3.parse(raw("tcp_p1") + error_line + "\n")
+    assert parsed.summary["error"] == "control socket has closed unexpectedly"
+    assert not parsed.summary["complete"]
+
+
+def test_usage_text_raises_quoting_iperf3():
+    with pytest.raises(ParseError) as err:
+        parse("bad_option")
+    assert err.value.tool == "iperf3" and "parallel streams too large" in err.value.reason
+
+
+@pytest.mark.parametrize("cut", ["", "  \n", "half", "ping"])
+def test_non_json_raises(cut):
+    text = {"half": raw("tcp_p1")[: len(raw("tcp_p1")) // 2],
+            "ping": (DIR.parent / "ping" / "normal.txt").read_text()}.get(cut, cut)
+    with pytest.raises(ParseError) as err:
+        iperf3.parse(text)
+    assert err.value.tool == "iperf3" and "\n" not in str(err.value)
