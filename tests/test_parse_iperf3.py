@@ -198,6 +198,12 @@ def test_json_printed_twice_takes_the_last_object():
     assert twice.table.equals(once.table)
 
 
+def test_of_two_different_objects_the_last_one_wins():
+    parsed = iperf3.parse(raw("tcp_p1") + raw("tcp_p3"))
+    assert parsed.summary["streams"] == 3 and parsed.summary["json_objects"] == 2
+    assert parsed.table.equals(parse("tcp_p3").table)
+
+
 def test_error_line_after_the_json_is_tolerated():
     text = raw("derived_error_line")
     assert text.rstrip().splitlines()[-1].startswith("iperf3: error - ")
