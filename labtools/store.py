@@ -1,10 +1,9 @@
 """The results store: every measurement saved the moment it completes, crash-safe.
 
-One SQLite file (default ``results/labtools.sqlite``) in WAL mode (a rollback journal on
-file systems without shared memory, such as the VM's shared project folder) with
-``synchronous=FULL``. :meth:`ResultStore.save` writes one measurement in one transaction
-and returns only after the commit reached the disk, so a crashed kernel, a ``kill -9`` or
-a Ctrl-C loses at most the measurement still in flight, never a finished one, and never
+One SQLite file (default ``results/labtools.sqlite``) with a rollback journal and
+``synchronous=FULL`` (not WAL: the VM's shared project folder has no shared memory).
+:meth:`ResultStore.save` writes one measurement in one transaction and returns only after
+the commit reached the disk, so a crashed kernel, a ``kill -9`` or a Ctrl-C loses at most the measurement still in flight, never a finished one, and never
 leaves half a run. Several processes may write to the same file at once.
 
 Schema (version 1; a file with a newer version is refused with :class:`StoreError`):
@@ -206,24 +205,15 @@ class ResultStore:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as err:
                 raise StoreError(f"cannot create {self.path.parent}: {err.strerror}") from None
-        self._journal = "WAL"
-        try:
-            self._init_schema()
-        except StoreError as err:
-            if "disk I/O error" not in str(err):
-                raise
-            # WAL needs shared memory, which some VM shared folders (9p) lack: there
-            # SQLite keeps a rollback journal, which synchronous=FULL keeps crash-safe too.
-            for suffix in ("-wal", "-shm"):
-                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
-            self._journal = "DELETE"
-            self._init_schema()
+        self._init_schema()
 
     # --- connections ---------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
         try:
             con = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
-            con.execute(f"PRAGMA journal_mode={self._journal}")
+            # A rollback journal, not WAL: WAL needs shared memory, which the VM's shared
+            # project folder (9p) lacks; with synchronous=FULL it is just as crash-safe.
+            con.execute("PRAGMA journal_mode=DELETE")
             con.execute("PRAGMA synchronous=FULL")
             con.execute("PRAGMA foreign_keys=ON")
         except sqlite3.Error as err:
