@@ -19,7 +19,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-out=$here/tests/fixtures
+out=${FIXTURES_DIR:-$here/tests/fixtures}   # FIXTURES_DIR: write elsewhere (e.g. to compare)
 RATE=${RATE:-20mbit}
 QUEUE=${QUEUE:-50}
 P=ltfx                       # prefix of every namespace and interface made here

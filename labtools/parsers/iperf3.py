@@ -32,7 +32,8 @@ Summary keys (rates in Mbit/s; None where the output has no such number):
   counts what it put into its socket. None for an interrupted test, where iperf3 writes
   a zero receiver report, and for UDP output that has only ``end.sum``.
 - ``retransmits`` (TCP), ``jitter_ms``, ``lost_packets``, ``packets``, ``lost_pct`` (UDP,
-  the receiver's report: ``packets`` is what the receiver accounted for),
+  the receiver's report: ``packets`` is what the receiver accounted for; ``lost_pct`` is
+  iperf3's own figure, which 3.12 computes against the datagrams sent),
   ``sent_packets`` (UDP, the sender's count). When no datagram arrives iperf3 reports
   ``packets`` 0 and ``lost_pct`` 0: compare ``sent_packets``.
 - ``error``: None, or iperf3's error message (partial results are kept).
