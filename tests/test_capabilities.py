@@ -1,0 +1,181 @@
+"""Capability detection: version parsers on real outputs, the netem probe, kernel images,
+the cached KVM probe, and the doctor's report shape."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from labtools import capabilities as caps
+from labtools.commands import doctor_cmd
+from labtools.errors import ParseError
+
+FIX = Path(__file__).resolve().parent / "fixtures" / "capabilities"
+
+# fixture file -> (tool, version it reports); see fixtures/capabilities/README.md
+VERSIONS = {
+    "iperf-version.txt": ("iperf", "2.1.8"),
+    "iperf3-version.txt": ("iperf3", "3.12"),
+    "ping-version.txt": ("ping", "20221126"),
+    "brctl-version.txt": ("brctl", "1.7"),
+    "ovs-vsctl-version.txt": ("ovs-vsctl", "3.1.0"),
+    "mn-version.txt": ("mn", "2.3.0"),
+    "vng-version.txt": ("vng", "1.42"),
+    "qemu-version.txt": ("qemu", "7.2.22"),
+    "tc-version.txt": ("tc", "6.1.0"),
+}
+
+
+@pytest.mark.parametrize("fixture", sorted(VERSIONS))
+def test_parse_version_of_real_outputs(fixture):
+    tool, version = VERSIONS[fixture]
+    assert caps.parse_version(tool, (FIX / fixture).read_text()) == version
+
+
+def test_parse_version_rejects_another_tools_output():
+    with pytest.raises(ParseError, match="vng"):
+        caps.parse_version("vng", (FIX / "iperf3-version.txt").read_text())
+    with pytest.raises(ParseError):
+        caps.parse_version("mn", (FIX / "tc-version.txt").read_text())
+
+
+def test_every_tool_has_args_and_pattern():
+    assert set(caps.VERSION_ARGS) == set(caps.VERSION_PATTERNS)
+    assert caps.version_args("iperf", "/usr/bin/iperf") == ["/usr/bin/iperf", "-v"]
+
+
+def test_netem_probe_runs_in_a_throwaway_namespace():
+    args = caps.netem_probe_args()
+    assert args[:3] == ["unshare", "--net", "--"]
+    assert args[3:] == ["tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"]
+
+
+def test_interpret_netem_probe_missing_and_ok():
+    ok, detail = caps.interpret_netem_probe(2, (FIX / "netem-probe-missing.txt").read_text())
+    assert not ok and "no sch_netem" in detail
+    ok, detail = caps.interpret_netem_probe(0, (FIX / "netem-probe-ok.txt").read_text())
+    assert ok and "works" in detail
+    ok, detail = caps.interpret_netem_probe(1, (FIX / "modprobe-missing.txt").read_text())
+    assert not ok and "modprobe: FATAL" in detail
+
+
+def _touch(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("")
+    return path
+
+
+def test_kernel_images_newest_first_and_only_with_modules(tmp_path):
+    boot, mods = tmp_path / "boot", tmp_path / "modules"
+    for release in ("6.1.0-9-amd64", "6.1.0-56-amd64", "5.10.0-30-amd64"):
+        _touch(boot / f"vmlinuz-{release}")
+    (mods / "6.1.0-9-amd64").mkdir(parents=True)
+    (mods / "6.1.0-56-amd64").mkdir()
+    found = caps.kernel_images(boot, mods)
+    assert [p.name for p in found] == ["vmlinuz-6.1.0-56-amd64", "vmlinuz-6.1.0-9-amd64"]
+    assert caps.kernel_images(tmp_path / "nothing", mods) == []
+
+
+def test_find_vm_kernel_respects_the_override(tmp_path, monkeypatch):
+    image = _touch(tmp_path / "vmlinuz-test")
+    monkeypatch.setenv("LABTOOLS_VM_KERNEL", str(image))
+    assert caps.find_vm_kernel() == image
+    monkeypatch.setenv("LABTOOLS_VM_KERNEL", str(tmp_path / "missing"))
+    assert caps.find_vm_kernel() is None
+    assert any("kernel" in what for what, _ in caps.vm_runner_missing())
+
+
+def test_tools_env_puts_the_venv_first():
+    path = caps.tools_env()["PATH"].split(":")
+    assert path[0] == str(caps.venv_bin_dir())
+    assert "/usr/sbin" in path and len(path) == len(set(path))
+
+
+def test_kvm_probe_is_cached_per_kernel(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setenv("LABTOOLS_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(caps, "kvm_device_ok", lambda: (True, "/dev/kvm is accessible"))
+    monkeypatch.setattr(caps, "find_vm_kernel", lambda: Path("/boot/vmlinuz-A"))
+    monkeypatch.setattr(caps, "probe_kvm", lambda t: calls.append(t) or (False, "hung"))
+    assert caps.kvm_usable() == (False, "hung")
+    ok, detail = caps.kvm_usable()
+    assert not ok and "cached" in detail and len(calls) == 1
+    caps.kvm_usable(recheck=True)
+    assert len(calls) == 2
+    monkeypatch.setattr(caps, "find_vm_kernel", lambda: Path("/boot/vmlinuz-B"))
+    caps.kvm_usable()
+    assert len(calls) == 3
+    assert json.loads((tmp_path / caps.KVM_CACHE_FILE).read_text())["key"].endswith("vmlinuz-B")
+
+
+def test_no_kvm_device_means_no_probe(tmp_path, monkeypatch):
+    monkeypatch.setenv("LABTOOLS_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(caps, "kvm_device_ok", lambda: (False, "/dev/kvm does not exist"))
+    monkeypatch.setattr(caps, "probe_kvm", lambda t: pytest.fail("probed without /dev/kvm"))
+    assert caps.kvm_usable() == (False, "/dev/kvm does not exist")
+
+
+def test_native_network_needs_root(monkeypatch):
+    monkeypatch.setattr(caps, "is_root", lambda: False)
+    monkeypatch.setattr(caps, "kernel_has_netem", lambda: pytest.fail("probed without root"))
+    assert caps.native_network_ok() is False
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
+                    reason="the real netem probe needs root")
+def test_real_netem_probe_agrees_with_a_direct_try():
+    import subprocess
+
+    ok, detail = caps.kernel_has_netem()
+    direct = subprocess.run(caps.netem_probe_args(), capture_output=True, env=caps.tools_env())
+    assert ok == (direct.returncode == 0), detail
+
+
+def _check(name, ok, required=True):
+    return doctor_cmd.Check(name, ok, "detail", "" if ok else "do this", required)
+
+
+def _report(netem_ok, runner_ok, iperf_ok=True):
+    return [_check("root", True), _check("iperf", iperf_ok),
+            _check("netem in this kernel", netem_ok, False), _check("KVM", False, False),
+            _check("VM runner", runner_ok, False)]
+
+
+def test_kit_can_work_natively_or_through_the_vm():
+    assert doctor_cmd.kit_can_work(_report(netem_ok=True, runner_ok=False))
+    assert doctor_cmd.kit_can_work(_report(netem_ok=False, runner_ok=True))
+    assert not doctor_cmd.kit_can_work(_report(netem_ok=False, runner_ok=False))
+    assert not doctor_cmd.kit_can_work(_report(netem_ok=True, runner_ok=True, iperf_ok=False))
+    assert "VM runner" in doctor_cmd.verdict(_report(netem_ok=False, runner_ok=True))
+
+
+def test_doctor_line_format():
+    assert doctor_cmd.format_line(_check("root", True)) == "ok   root: detail"
+    line = doctor_cmd.format_line(_check("netem in this kernel", False))
+    assert line.startswith("FAIL netem in this kernel: ") and line.endswith("— fix: do this")
+
+
+def test_doctor_report_on_this_machine(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("LABTOOLS_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(caps, "kvm_usable", lambda **kw: (False, "not probed in tests"))
+    status = doctor_cmd.run(argparse.Namespace(json=True, recheck=False))
+    report = json.loads(capsys.readouterr().out)
+    assert [r["name"] for r in report] == list(doctor_cmd.CHECKS)
+    for row in report:
+        assert set(row) == {"name", "ok", "detail", "fix"}
+        assert isinstance(row["ok"], bool) and row["detail"]
+        assert bool(row["fix"]) == (not row["ok"])
+    by_name = {r["name"]: r["ok"] for r in report}
+    expected = all(by_name[n] for n in ("root", "Mininet", "iperf", "iperf3", "ping",
+                                        "bridge utilities"))
+    expected = expected and (by_name["netem in this kernel"] or by_name["VM runner"])
+    assert status == (0 if expected else 1)
+    doctor_cmd.run(argparse.Namespace(json=False, recheck=False))
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(report) + 1
+    assert all(line[:5] in ("ok   ", "FAIL ") for line in lines[:-1])
