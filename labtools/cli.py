@@ -23,6 +23,8 @@ COMMANDS = {
     "run": "labtools.commands.run_cmd",
     "results": "labtools.commands.results_cmd",
     "clean": "labtools.commands.clean_cmd",
+    "vm": "labtools.commands.vm_cmd",
+    "doctor": "labtools.commands.doctor_cmd",
 }
 
 

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# `make lab`: JupyterLab on http://127.0.0.1:${LAB_PORT:-8888}, protected by a token.
+#
+# Where this machine's kernel can emulate links, JupyterLab runs here. Otherwise it runs
+# inside the lab VM (labtools vm), whose port is forwarded from 127.0.0.1 on this machine
+# only; notebooks and results are saved in this project folder on the host either way.
+#
+#   bash scripts/lab.sh                  # token generated, URL printed
+#   LAB_PORT=8899 JUPYTER_TOKEN=secret bash scripts/lab.sh
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+venv=${LABTOOLS_VENV:-$here/.venv}
+port=${LAB_PORT:-8888}
+
+if [ "${1:-}" = "--serve" ]; then
+    # Runs where the networks run (natively or inside the VM). Inside the VM, listen on the
+    # VM's own address, which only the host's 127.0.0.1:$port forwards to.
+    : "${JUPYTER_TOKEN:?a token is required}"
+    export JUPYTER_TOKEN
+    cd "$here"
+    exec "$venv/bin/jupyter" lab --no-browser --allow-root \
+        --ip="${LABTOOLS_VM_ADDR:-127.0.0.1}" --port="$port" --ServerApp.port_retries=0 \
+        --ServerApp.root_dir="$here" \
+        --ServerApp.custom_display_url="http://127.0.0.1:$port/lab"
+fi
+
+case "$port" in ''|*[!0-9]*) echo "[lab] LAB_PORT must be a port number" >&2; exit 2 ;; esac
+if ! "$venv/bin/python" -c 'import socket, sys
+s = socket.socket()
+try:
+    s.bind(("127.0.0.1", int(sys.argv[1])))
+except OSError:
+    sys.exit(1)' "$port"; then
+    echo "[lab] 127.0.0.1:$port is in use; stop what uses it or pick another: LAB_PORT=8899 make lab" >&2
+    exit 1
+fi
+
+if [ -z "${JUPYTER_TOKEN:-}" ]; then
+    JUPYTER_TOKEN=$("$venv/bin/python" -c 'import secrets; print(secrets.token_hex(24))')
+fi
+export JUPYTER_TOKEN
+url="http://127.0.0.1:$port/lab?token=$JUPYTER_TOKEN"
+mkdir -p "$here/.cache"
+( umask 077; printf '%s\n' "$url" > "$here/.cache/lab-url" )
+echo "[lab] JupyterLab will be at: $url"
+echo "[lab] (also saved in .cache/lab-url; stop with Ctrl-C)"
+exec "$venv/bin/labtools" vm --if-needed --forward "$port" --env JUPYTER_TOKEN --env LAB_PORT="$port" \
+    -- bash "$here/scripts/lab.sh" --serve
