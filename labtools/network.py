@@ -28,24 +28,22 @@ def _node_classes() -> Tuple[type, type]:
     class LabHost(Host):  # type: ignore[misc,valid-type]
         """A host that installs the static routes the kit computed."""
 
+        forwards = False
+
         def config(self, routes: Tuple[Tuple[str, str, str], ...] = (), **params: Any) -> Any:
             result = super().config(**params)
-            self.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1")
-            for network, gateway, dev in routes:
-                self.cmd(f"ip route replace {network} via {gateway} dev {dev}")
+            # one shell round trip for all of it: each costs much under emulation
+            steps = ["sysctl -qw net.ipv6.conf.all.disable_ipv6=1"]
+            steps += [f"ip route replace {net} via {gw} dev {dev}" for net, gw, dev in routes]
+            if self.forwards:
+                steps.append("sysctl -qw net.ipv4.ip_forward=1")
+            self.cmd("; ".join(steps))
             return result
 
     class LabRouter(LabHost):
         """A host that forwards IPv4 packets."""
 
-        def config(self, **params: Any) -> Any:
-            result = super().config(**params)
-            self.cmd("sysctl -qw net.ipv4.ip_forward=1")
-            return result
-
-        def terminate(self) -> None:
-            self.cmd("sysctl -qw net.ipv4.ip_forward=0")
-            super().terminate()
+        forwards = True
 
     return LabHost, LabRouter
 
