@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Tuple
 
 from labtools.errors import TopologyError
 from labtools.routing import compute_routing
-from labtools.topology import HOST, ROUTER, SWITCH, Link, Node, Topology
+from labtools.topology import HOST, Link, Node, Topology
 
 _LINK_KEYS = {"a", "b", "bw_mbps", "delay_ms", "loss_pct", "queue_pkts", "htb", "name", "addrs"}
 

@@ -29,6 +29,8 @@ from labtools.topology import SWITCH, Topology
 #: seconds a probe may take beyond its own duration before it counts as hung
 TIMEOUT_MARGIN_S = 20.0
 SERVER_START_S = 0.5
+#: seconds a server may take to start listening (slow under software emulation)
+SERVER_READY_S = 30.0
 
 
 @dataclass
@@ -165,16 +167,28 @@ class LabSession:
         return wait_output(proc, argv, host, timeout_s)
 
     @contextmanager
-    def server(self, host: str, argv: List[str]) -> Iterator[subprocess.Popen]:
-        """A server running on ``host`` for the duration of the block."""
+    def server(self, host: str, argv: List[str], port: Optional[int] = None,
+               udp: bool = False) -> Iterator[subprocess.Popen]:
+        """A server running on ``host`` for the duration of the block; with ``port``, the
+        block starts only once the server listens on it (at most ``SERVER_READY_S``)."""
         proc = self.start_process(host, argv)
         self._servers.append(proc)
         try:
-            time.sleep(SERVER_START_S)
-            if proc.poll() is not None:
-                out = proc.stdout.read() if proc.stdout else ""
-                raise ToolError(f"{argv[0]} server on {host} exited at once: "
-                                f"{_last_line(out) or 'no output'}")
+            deadline = time.monotonic() + SERVER_READY_S
+            while True:
+                if proc.poll() is not None:
+                    out = proc.stdout.read() if proc.stdout else ""
+                    raise ToolError(f"{argv[0]} server on {host} exited at once: "
+                                    f"{_last_line(out) or 'no output'}")
+                if port is None:
+                    time.sleep(SERVER_START_S)
+                    break
+                if listening(proc.pid, port, udp):
+                    break
+                if time.monotonic() > deadline:
+                    raise ProbeTimeout(f"{argv[0]} server on {host} did not listen on port "
+                                       f"{port} within {SERVER_READY_S:g} s")
+                time.sleep(0.05)
             yield proc
         finally:
             _terminate(proc)
@@ -253,6 +267,24 @@ def _terminate(proc: subprocess.Popen, grace_s: float = 2.0) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+def listening(pid: int, port: int, udp: bool = False) -> bool:
+    """True when a socket in the network namespace of process ``pid`` is bound to ``port``
+    (TCP: in LISTEN state). Reads ``/proc/PID/net``: no command runs."""
+    kinds = ("udp", "udp6") if udp else ("tcp", "tcp6")
+    wanted = f":{port:04X}"
+    for kind in kinds:
+        try:
+            with open(f"/proc/{pid}/net/{kind}", encoding="ascii") as table:
+                next(table, None)
+                for line in table:
+                    fields = line.split()
+                    if len(fields) > 3 and fields[1].endswith(wanted) and (udp or fields[3] == "0A"):
+                        return True
+        except OSError:
+            continue
+    return False
 
 
 def _last_line(text: str) -> str:

@@ -58,7 +58,7 @@ def iperf3(lab: LabSession, src: str, dst: str, duration_s: float = 10,
     argv = toolargs.iperf3_client_args(
         lab.ip_towards(src, dst), duration_s, interval_s, omit_s, window_bytes, parallel,
         reverse, bidir, udp, rate_mbps, port)
-    with lab.server(dst, toolargs.iperf3_server_args(port)):
+    with lab.server(dst, toolargs.iperf3_server_args(port), port):
         return _measure(lab, "iperf3", src, dst, argv, duration_s + omit_s + TIMEOUT_MARGIN_S,
                         _iperf3_ok)
 
@@ -75,7 +75,7 @@ def iperf_udp(lab: LabSession, src: str, dst: str, rate_mbps: float, duration_s:
         if parsed.summary.get("receiver_mbps") is None:
             raise ToolError(f"iperf UDP {src}->{dst}: no server report (server gone or all lost)")
 
-    with lab.server(dst, toolargs.iperf2_server_args(udp=True, port=port)):
+    with lab.server(dst, toolargs.iperf2_server_args(udp=True, port=port), port, udp=True):
         return _measure(lab, "iperf", src, dst, argv, duration_s + TIMEOUT_MARGIN_S, has_report)
 
 
@@ -85,7 +85,7 @@ def simpleperf(lab: LabSession, src: str, dst: str, duration_s: float = 10,
     is the receiver side."""
     server_ip = lab.ip_towards(src, dst)
     argv = toolargs.simpleperf_client_args(server_ip, duration_s, interval_s, parallel, port)
-    with lab.server(dst, toolargs.simpleperf_server_args(server_ip, port)):
+    with lab.server(dst, toolargs.simpleperf_server_args(server_ip, port), port):
         return _measure(lab, "simpleperf", src, dst, argv, duration_s + TIMEOUT_MARGIN_S)
 
 
@@ -102,7 +102,7 @@ def concurrent_iperf3(lab: LabSession, flows: List[Any], duration_s: float = 10,
             argv = toolargs.iperf3_client_args(
                 lab.ip_towards(flow.src, flow.dst), duration_s, interval_s, omit_s,
                 window_bytes, flow.connections, port=port)
-            server = lab.server(flow.dst, toolargs.iperf3_server_args(port))
+            server = lab.server(flow.dst, toolargs.iperf3_server_args(port), port)
             server.__enter__()
             servers.append(server)
             clients.append((flow, argv))

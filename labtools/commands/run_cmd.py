@@ -15,7 +15,6 @@ import json
 import sys
 from typing import Any, Dict, List
 
-from labtools.errors import InputError
 
 CASES = ("udp", "link", "path", "mux", "parallel", "all")
 

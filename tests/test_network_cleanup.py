@@ -1,0 +1,53 @@
+"""Cleanup after failures on a real Mininet network: nothing is left behind.
+
+Marker ``network`` (see tests/test_network.py). Leftovers (processes, interfaces, bridges,
+namespaces) are counted before and after, with the kit's own finder.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from labtools.lab import LabSession
+from labtools.toolargs import iperf3_server_args
+
+pytestmark = pytest.mark.network
+
+
+def _leftovers() -> int:
+    from labtools.cleanup import find_leftovers
+
+    return find_leftovers().count()
+
+
+def test_forced_failure_leaves_nothing_behind(tmp_path):
+    before = _leftovers()
+    with pytest.raises(RuntimeError):
+        with LabSession("dumbbell", results=tmp_path / "r.sqlite") as session:
+            with session.server("b1", iperf3_server_args(5401), 5401):
+                raise RuntimeError("forced failure")
+    assert _leftovers() == before
+
+
+def test_sigterm_leaves_nothing_behind(tmp_path):
+    before = _leftovers()
+    script = textwrap.dedent(f"""
+        import os, signal, time
+        from labtools.lab import LabSession
+        with LabSession("dumbbell", results={str(tmp_path / 'r.sqlite')!r}) as lab:
+            with lab.server("b1", ["iperf3", "-s", "-p", "5402"], 5402):
+                print("ready", flush=True)
+                time.sleep(120)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line.strip() == "ready"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=120) != 0
+    assert _leftovers() == before
