@@ -21,6 +21,7 @@ COMMANDS = {
     "expect": "labtools.commands.expect_cmd",
     "parse": "labtools.commands.parse_cmd",
     "run": "labtools.commands.run_cmd",
+    "notebooks": "labtools.commands.notebooks_cmd",
     "results": "labtools.commands.results_cmd",
     "clean": "labtools.commands.clean_cmd",
     "vm": "labtools.commands.vm_cmd",
