@@ -43,10 +43,10 @@ def lab(tmp_path_factory):
 
 @pytest.mark.parametrize("src, dst", LINKS + PATHS)
 def test_min_rtt_matches_the_topology(lab, src, dst):
-    m = probes.ping(lab, src, dst, count=10, interval_s=0.2)
+    m = probes.ping(lab, src, dst, count=20, interval_s=0.2)
     want = expect.rtt_ms(lab.topo, src, dst)
     tol = max(2.0, 0.05 * want)
-    assert m.summary["received"] >= 8
+    assert m.summary["received"] >= 18
     assert abs(m.summary["min_ms"] - want) <= tol, m.parsed.raw
     assert m.run_id is not None
 
