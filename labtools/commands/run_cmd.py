@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any, Dict, List
 
 
@@ -52,7 +53,10 @@ def run(args: argparse.Namespace) -> int:
     topo = load_topology(args.topology)  # refuse bad input before anything boots
     plan = derive_plan(topo, load_cases(args.topology))
     if not in_vm() and not native_network_ok():
-        return run_in_vm([sys.executable, "-m", "labtools.cli", *args.argv])
+        results_dir = Path(args.results).resolve().parent
+        results_dir.mkdir(parents=True, exist_ok=True)
+        return run_in_vm([sys.executable, "-m", "labtools.cli", *args.argv],
+                         rwdirs=[results_dir])
     names = list(CASE_NAMES) if args.case == "all" else [args.case]
     return _run_here(args, topo, plan, names)
 
