@@ -9,7 +9,7 @@ ms, as in the kit's tables.
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 from labtools.errors import InputError
 from labtools.topology import HOST, ROUTER, SWITCH, Link, Topology
@@ -332,10 +332,8 @@ def _farthest(topo: Topology, start: str) -> Tuple[str, Dict[str, Optional[str]]
     return far, parent
 
 
-def topology_layout(topo: Topology) -> Dict[str, Tuple[float, float]]:
-    """Deterministic node positions: the longest path (shaped links weigh most) runs left to
-    right at y = 0, starting from the side of the first host; every other node hangs below
-    the spine node it is nearest to, subtrees side by side."""
+def _spine(topo: Topology) -> List[str]:
+    """The longest path (shaped links weigh most), from the first host's side."""
     first = (topo.hosts or topo.names())[0]
     one, _ = _farthest(topo, first)
     other, parent = _farthest(topo, one)
@@ -344,6 +342,11 @@ def topology_layout(topo: Topology) -> Dict[str, Tuple[float, float]]:
         spine.append(parent[spine[-1]])  # type: ignore[arg-type]
     if first in spine and spine.index(first) > len(spine) // 2:
         spine.reverse()
+    return spine
+
+
+def _hanging(topo: Topology, spine: List[str]) -> Dict[str, List[str]]:
+    """Breadth-first tree from the spine: each node's children off the spine."""
     children: Dict[str, List[str]] = {n: [] for n in topo.names()}
     seen, queue = set(spine), deque(spine)
     while queue:
@@ -354,6 +357,15 @@ def topology_layout(topo: Topology) -> Dict[str, Tuple[float, float]]:
                 seen.add(nxt)
                 children[node].append(nxt)
                 queue.append(nxt)
+    return children
+
+
+def topology_layout(topo: Topology) -> Dict[str, Tuple[float, float]]:
+    """Deterministic node positions: the longest path (shaped links weigh most) runs left to
+    right at y = 0, starting from the side of the first host; every other node hangs below
+    the spine node it is nearest to, subtrees side by side."""
+    spine = _spine(topo)
+    children = _hanging(topo, spine)
 
     def width(node: str) -> int:
         return max(1, sum(width(c) for c in children[node]))
@@ -399,7 +411,7 @@ def draw_topology(topo: Topology, ax: Optional["Axes"] = None) -> "Axes":
                     va="bottom", fontsize="small", zorder=3,
                     bbox=dict(facecolor="white", edgecolor="none", alpha=0.8, pad=1))
     for kind, style in NODE_STYLE.items():
-        names = [n for n in topo.names(kind)]
+        names = topo.names(kind)
         if names:
             ax.scatter([pos[n][0] for n in names], [pos[n][1] for n in names], s=650,
                        marker=style["marker"], color=style["color"], edgecolors="black",
