@@ -1,11 +1,12 @@
 # The lab kit's entry points. Run as root on Debian 12 / Ubuntu (the VM has root).
 VENV ?= $(or $(LABTOOLS_VENV),.venv)
-.PHONY: lab test unit demo setup students bench clean help
+.PHONY: lab test test-notebooks unit demo setup students bench clean help
 
 help:
 	@echo "make lab      start JupyterLab on http://127.0.0.1:8888 (token printed)"
 	@echo "make test     install everything needed and run the whole test suite"
 	@echo "make unit     unit tests only (fast, no network)"
+	@echo "make test-notebooks  run every solution notebook on a real network (VM if needed)"
 	@echo "make demo     run the five test cases on the reference topology"
 	@echo "make students regenerate the student notebooks from solutions/"
 	@echo "make bench    simpleperf vs iperf3 benchmark"
@@ -19,6 +20,10 @@ lab: setup
 
 test:
 	bash scripts/test.sh
+
+test-notebooks: setup
+	LABTOOLS_QUICK=1 $(VENV)/bin/labtools vm --if-needed --timeout 3600 -- \
+	    $(CURDIR)/$(VENV)/bin/python -m pytest -q -m network tests/test_notebooks.py tests/test_widgets.py
 
 unit: setup
 	$(VENV)/bin/python -m pytest -q -m "not network and not vm"
