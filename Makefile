@@ -22,8 +22,8 @@ test:
 	bash scripts/test.sh
 
 test-notebooks: setup
-	LABTOOLS_QUICK=1 $(VENV)/bin/labtools vm --if-needed --timeout 3600 -- \
-	    $(CURDIR)/$(VENV)/bin/python -m pytest -q -m network tests/test_notebooks.py tests/test_widgets.py
+	LABTOOLS_QUICK=1 $(VENV)/bin/labtools vm --if-needed --env LABTOOLS_QUICK --timeout 3600 -- \
+	    $(abspath $(VENV))/bin/python -m pytest -q -m network tests/test_notebooks.py tests/test_widgets.py
 
 unit: setup
 	$(VENV)/bin/python -m pytest -q -m "not network and not vm"
