@@ -189,6 +189,15 @@ def _with_topology(meta: Dict[str, Any]) -> Dict[str, Any]:
     return meta
 
 
+def store_file(path: Union[Path, str]) -> Path:
+    """The store's file for ``path``: a folder (existing, or written with a trailing ``/``)
+    means ``labtools.sqlite`` inside it."""
+    text = str(path)
+    if Path(text).is_dir() or text.endswith("/"):
+        return Path(text) / DEFAULT_PATH.name
+    return Path(text)
+
+
 class ResultStore:
     """A results file. Opening creates it (and its folder) unless ``create`` is False.
 
@@ -197,14 +206,15 @@ class ResultStore:
     """
 
     def __init__(self, path: Union[Path, str] = DEFAULT_PATH, create: bool = True) -> None:
-        self.path = Path(path)
+        self.path = store_file(path)
         if not self.path.exists():
             if not create:
                 raise StoreError(f"no results store at {self.path}")
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as err:
-                raise StoreError(f"cannot create {self.path.parent}: {err.strerror}") from None
+                raise StoreError(f"cannot create the results store folder {self.path.parent}: "
+                                 f"{err.strerror}") from None
         self._init_schema()
 
     # --- connections ---------------------------------------------------------------

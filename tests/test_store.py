@@ -180,6 +180,20 @@ def test_not_a_store(tmp_path):
         ResultStore(tmp_path / "missing.sqlite", create=False)
 
 
+def test_a_folder_means_the_store_inside_it(tmp_path):
+    assert ResultStore(tmp_path).path == tmp_path / "labtools.sqlite"
+    assert ResultStore(f"{tmp_path}/new/").path == tmp_path / "new" / "labtools.sqlite"
+    assert (tmp_path / "new" / "labtools.sqlite").is_file()
+
+
+def test_run_refuses_a_store_it_cannot_open_before_anything_starts(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder\n")
+    result = run_cli(["run", "portfolio", "path", "--results", str(blocker / "r.sqlite")])
+    assert result.returncode == 2 and "results store" in result.stderr
+    assert "booting" not in result.stderr and "starting" not in result.stderr
+
+
 def test_export_csv(store, tmp_path):
     for path in SP_FIXTURES:
         store.save(_record(path, src="h1", dst="h4"))

@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from labtools.capabilities import native_network_ok
     from labtools.catalog import load_cases, load_topology
     from labtools.cases import CASE_NAMES, derive_plan
+    from labtools.store import ResultStore
     from labtools.toolargs import check_duration, check_rate
     from labtools.vm import in_vm, run_in_vm
 
@@ -52,9 +53,9 @@ def run(args: argparse.Namespace) -> int:
         check_rate(args.rate)
     topo = load_topology(args.topology)  # refuse bad input before anything boots
     plan = derive_plan(topo, load_cases(args.topology))
+    args.results = str(ResultStore(args.results).path)  # a store that cannot open fails here, first
     if not in_vm() and not native_network_ok():
         results_dir = Path(args.results).resolve().parent
-        results_dir.mkdir(parents=True, exist_ok=True)
         return run_in_vm([sys.executable, "-m", "labtools.cli", *args.argv],
                          rwdirs=[results_dir])
     names = list(CASE_NAMES) if args.case == "all" else [args.case]
