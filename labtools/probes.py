@@ -135,7 +135,7 @@ def shares_table(lab: LabSession, flows: List[Any], measurements: List[Measureme
     the per-connection rates and a verdict per flow."""
     import pandas as pd
 
-    from labtools.expect import tcp_goodput_ceiling_mbps
+    from labtools.expect import bottleneck, tcp_goodput_ceiling_mbps
     from labtools.fairness import jain_index, max_min_shares
     from labtools.verdicts import compare, share_verdicts
 
@@ -156,8 +156,12 @@ def shares_table(lab: LabSession, flows: List[Any], measurements: List[Measureme
     cap = None
     if shared is not None:
         cap = tcp_goodput_ceiling_mbps(lab.topo.link(shared).bw_mbps)
+    alone = []
+    for flow in flows:
+        link_mbps = bottleneck(lab.topo, flow.src, flow.dst)[0]
+        alone.append(None if link_mbps is None else tcp_goodput_ceiling_mbps(link_mbps))
     verdicts = compare(share_verdicts(
         table["measured_mbps"].tolist(), table["expected_goodput_mbps"].tolist(),
-        table["flow"].tolist(), cap))
+        table["flow"].tolist(), cap, alone))
     jain = jain_index(per_conn) if per_conn and any(per_conn) else None
     return {"table": table, "verdicts": verdicts, "jain_index": jain}

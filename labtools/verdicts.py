@@ -160,20 +160,50 @@ def compare(rows: Sequence[Dict[str, Any]]) -> "pd.DataFrame":
 
 
 def share_verdicts(measured_mbps: Sequence[Optional[float]], expected_mbps: Sequence[Optional[float]],
-                   labels: Sequence[str], bottleneck_mbps: Optional[float] = None) -> List[Dict[str, Any]]:
-    """Per-flow rows comparing measured shares with max-min shares, plus a total row when
-    ``bottleneck_mbps`` is given (the shares must not add up to more than it)."""
-    rows = []
-    for label, got, want in zip(labels, measured_mbps, expected_mbps):
-        row = rate_verdict(got, want, metric=f"share {label}")
-        rows.append(row)
+                   labels: Sequence[str], bottleneck_mbps: Optional[float] = None,
+                   alone_mbps: Optional[Sequence[Optional[float]]] = None) -> List[Dict[str, Any]]:
+    """Per-flow rows comparing measured shares with max-min shares (Mbit/s of goodput), plus
+    a total row when ``bottleneck_mbps`` (the shared link's goodput ceiling) is given.
+
+    A flow above its fair share is ``suspicious`` (uneven sharing), not ``invalid``: only
+    more than its own path could carry alone (``alone_mbps``) or a total above the shared
+    bottleneck is impossible.
+    """
+    alone = list(alone_mbps) if alone_mbps is not None else [None] * len(labels)
+    known = [x for x in measured_mbps if x is not None]
+    total = sum(known)
+    link_full = bottleneck_mbps is not None and total >= bottleneck_mbps * RATE_OK_LOW
+    rows = [_share_row(label, got, want, limit, link_full)
+            for label, got, want, limit in zip(labels, measured_mbps, expected_mbps, alone)]
     if bottleneck_mbps is not None:
-        total = sum(x for x in measured_mbps if x is not None)
         verdict = INVALID if total > bottleneck_mbps * RATE_MAX else OK
         rows.append(_row("sum of shares", bottleneck_mbps, total, "Mbit/s", verdict,
                          "shares add up to no more than the bottleneck" if verdict == OK
                          else "shares add up to more than the bottleneck can carry"))
     return rows
+
+
+def _share_row(label: str, got: Optional[float], want: Optional[float],
+               alone: Optional[float], link_full: bool) -> Dict[str, Any]:
+    """One flow's share: ok within 70-102 % of the fair share; above it uneven sharing;
+    above what its path carries alone, invalid; below it, why depends on ``link_full``."""
+    metric = f"share {label}"
+    if got is None or want is None:
+        return rate_verdict(got, want, metric=metric)
+    ratio = got / want
+    if alone is not None and got > alone * RATE_MAX:
+        return _row(metric, want, got, "Mbit/s", INVALID,
+                    f"{got:.2f} Mbit/s is more than this path can carry even alone ({alone:.2f})")
+    if ratio > RATE_MAX:
+        return _row(metric, want, got, "Mbit/s", SUSPICIOUS,
+                    f"{ratio:.0%} of its fair share {want:.2f} Mbit/s: uneven sharing (a flow "
+                    "that starts first or has a larger window keeps more; longer runs even out)")
+    if ratio < RATE_OK_LOW:
+        why = ("the shared link was full, so another flow took more: uneven sharing" if link_full
+               else "too small a window, loss or an overloaded CPU")
+        return _row(metric, want, got, "Mbit/s", SUSPICIOUS,
+                    f"only {ratio:.0%} of its fair share {want:.2f} Mbit/s: {why}")
+    return _row(metric, want, got, "Mbit/s", OK, f"{ratio:.0%} of its fair share {want:.2f} Mbit/s")
 
 
 def _row(metric: str, expected: Optional[float], measured: Optional[float], unit: str,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from labtools import verdicts
+from labtools import expect, verdicts
 from labtools.catalog import load_topology
 from labtools.errors import InputError
 from labtools.parsers import parse
@@ -99,3 +99,20 @@ def test_share_verdicts_sum_check():
     assert [r["verdict"] for r in rows] == ["ok", "ok", "ok"]
     rows = verdicts.share_verdicts([20.0, 20.0], [14.35, 14.35], ["a", "b"], 28.69)
     assert rows[-1]["verdict"] == "invalid"
+
+
+def test_a_share_above_fair_is_uneven_not_impossible():
+    """Measured in the VM (labtools run portfolio mux, 10 s): h1-h4 20.69, h2-h5 5.77."""
+    ceiling = expect.tcp_goodput_ceiling_mbps(30.0)
+    fair = expect.tcp_goodput_ceiling_mbps(15.0)
+    rows = verdicts.share_verdicts([20.69, 5.77], [fair, fair], ["h1-h4", "h2-h5"], ceiling,
+                                   [ceiling, ceiling])
+    assert [r["verdict"] for r in rows] == ["suspicious", "suspicious", "ok"]
+    assert "uneven sharing" in rows[0]["reason"] and "uneven sharing" in rows[1]["reason"]
+    # more than the path carries alone is impossible
+    rows = verdicts.share_verdicts([30.5, 0.5], [fair, fair], ["h1-h4", "h2-h5"], None,
+                                   [ceiling, ceiling])
+    assert rows[0]["verdict"] == "invalid" and "even alone" in rows[0]["reason"]
+    # a low share while the link was not full is not blamed on the other flow
+    rows = verdicts.share_verdicts([5.0, 5.0], [fair, fair], ["a", "b"], ceiling)
+    assert "uneven" not in rows[0]["reason"] and rows[0]["verdict"] == "suspicious"
