@@ -43,6 +43,27 @@ def test_expect_flows_json():
     assert {f["limited_by"] for f in flows} == {"L2"}
 
 
+def test_expect_overview_covers_the_five_cases(portfolio):
+    from labtools.cases import derive_plan
+    from labtools.catalog import load_cases
+    from labtools.fairness import max_min_shares, parse_flows
+
+    proc = run_cli(["expect", "portfolio", "--json"])
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    plan = derive_plan(portfolio, load_cases("portfolio"))
+    for case, pairs in (("link", plan.links), ("path", plan.pairs)):
+        got = [(r["path"][0], r["path"][-1], r["rtt_ms"]) for r in data[case]]
+        assert got == [(a, b, expect.rtt_ms(portfolio, a, b)) for a, b in pairs]
+    for case, scenarios in (("mux", plan.mux), ("parallel", plan.parallel)):
+        assert [s["spec"] for s in data[case]] == [",".join(x) for x in scenarios]
+        for got, spec in zip(data[case], scenarios):
+            want = max_min_shares(portfolio, parse_flows(",".join(spec)))
+            assert [f["share_mbps"] for f in got["flows"]] == [w.share_mbps for w in want]
+    text = run_cli(["expect", "portfolio"]).stdout
+    assert "== path ==" in text and "== parallel: h1:h4x2,h2:h5,h3:h6 ==" in text
+
+
 def test_other_topologies_and_files(tmp_path):
     proc = run_cli(["expect", "dumbbell,pairs=3,bw_mbps=20,delay_ms=5", "a1", "b1", "--json"])
     data = json.loads(proc.stdout)
@@ -62,7 +83,7 @@ def test_other_topologies_and_files(tmp_path):
     (["expect", "portfolio", "h1", "h99"], "unknown node 'h99'"),
     (["expect", "nosuch", "h1", "h2"], "unknown topology 'nosuch'"),
     (["expect", "portfolio", "--flows", "h1-h4"], "bad flow"),
-    (["expect", "portfolio", "h1"], "give SRC and DST"),
+    (["expect", "portfolio", "h1"], "give both SRC and DST"),
     (["expect", "portfolio", "h1", "s1"], "switch"),
     (["expect", "dumbbell,pairs=-1", "a1", "b1"], "pairs=-1"),
     (["parse", "ping", "/nonexistent/file"], "cannot read"),

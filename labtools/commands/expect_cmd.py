@@ -2,11 +2,13 @@
 
     labtools expect TOPOLOGY SRC DST [--json] [--frame-bytes N]
     labtools expect TOPOLOGY --flows h1:h4x2,h2:h5,h3:h6 [--json]
+    labtools expect TOPOLOGY [--json]     # every pair and scenario of the five test cases
 
 Pair keys (JSON): path, links, dst_ip, rtt_ms, bottleneck_mbps, bottleneck_link,
 tcp_goodput_ceiling_mbps, udp_goodput_ceiling_mbps, bdp_bytes (and rtt_with_tx_ms with
 --frame-bytes). Flow keys: flows = [{src, dst, connections, share_mbps,
-per_connection_mbps, limited_by}].
+per_connection_mbps, limited_by}]. Overview keys: topology, link, path (lists of pair
+results), mux, parallel (lists of {spec, flows}).
 """
 
 from __future__ import annotations
@@ -42,15 +44,53 @@ def run(args: argparse.Namespace) -> int:
 
     if args.flows and (args.src or args.dst):
         raise InputError("give either SRC DST or --flows, not both")
-    if not args.flows and not (args.src and args.dst):
-        raise InputError("give SRC and DST, or --flows SRC:DST,...")
+    if bool(args.src) != bool(args.dst):
+        raise InputError("give both SRC and DST (or neither, for every test case)")
     topo = load_topology(args.topology)
+    if not args.flows and not args.src:
+        result = _overview(topo, args.topology)
+        print(json.dumps(result, indent=2) if args.json else _overview_text(result))
+        return 0
     result = _flows(topo, args.flows) if args.flows else _pair(topo, args)
     if args.json:
         print(json.dumps(result, indent=2))
     else:
         print(_text(result))
     return 0
+
+
+def _overview(topo: Any, spec: str) -> Dict[str, Any]:
+    """Expected values for every pair and flow set the five test cases use."""
+    from labtools.catalog import load_cases
+    from labtools.cases import derive_plan
+    from labtools.expect import expect_pair
+
+    plan = derive_plan(topo, load_cases(spec))
+    return {
+        "topology": topo.name,
+        "link": [expect_pair(topo, a, b) for a, b in plan.links],
+        "path": [expect_pair(topo, a, b) for a, b in plan.pairs],
+        "mux": [{"spec": ",".join(s), **_flows(topo, ",".join(s))} for s in plan.mux],
+        "parallel": [{"spec": ",".join(s), **_flows(topo, ",".join(s))} for s in plan.parallel],
+    }
+
+
+def _overview_text(result: Dict[str, Any]) -> str:
+    lines = [f"expected values on {result['topology']} (labtools expect {result['topology']} "
+             "SRC DST for the details of one pair)"]
+    for case in ("link", "path"):
+        lines += ["", f"== {case} ==", f"{'pair':<10}{'RTT':>9}{'bottleneck':>14}{'TCP ceiling':>14}"
+                  f"{'UDP ceiling':>14}{'BDP':>12}"]
+        for r in result[case]:
+            lines.append(f"{r['path'][0] + '-' + r['path'][-1]:<10}{r['rtt_ms']:>6g} ms"
+                         f"{_fmt(r['bottleneck_mbps'], 'Mbit/s'):>14}"
+                         f"{_fmt(r['tcp_goodput_ceiling_mbps'], 'Mbit/s'):>14}"
+                         f"{_fmt(r['udp_goodput_ceiling_mbps'], 'Mbit/s'):>14}"
+                         f"{_fmt(r['bdp_bytes'], 'B'):>12}")
+    for case in ("mux", "parallel"):
+        for scenario in result[case]:
+            lines += ["", f"== {case}: {scenario['spec']} ==", _text(scenario)]
+    return "\n".join(lines)
 
 
 def _pair(topo: Any, args: argparse.Namespace) -> Dict[str, Any]:
