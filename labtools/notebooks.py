@@ -123,6 +123,11 @@ def stale(solutions: Path = Path("solutions"), students: Path = Path("notebooks"
     return problems
 
 
+#: seconds a kernel gets to exit on its own (its ``atexit`` stops the lab's network, which
+#: takes a while under emulation) before it is killed; Jupyter's default is 5 s
+KERNEL_SHUTDOWN_WAIT_S = 120.0
+
+
 def execute(path: Path, timeout_s: int = 900, cwd: Optional[Path] = None,
             kernel: str = "python3") -> Any:
     """Run a notebook top to bottom with nbclient; returns the executed notebook.
@@ -131,20 +136,50 @@ def execute(path: Path, timeout_s: int = 900, cwd: Optional[Path] = None,
     measurement cells do; otherwise ``timeout_s`` applies to each cell."""
     import nbformat
     from nbclient import NotebookClient
+    from jupyter_client import KernelManager
     from nbclient.exceptions import CellExecutionError
 
     from labtools.errors import LabtoolsError
 
     nb = nbformat.read(str(path), as_version=4)
-    client = NotebookClient(nb, timeout=timeout_s, kernel_name=kernel,
+    km = KernelManager(kernel_name=kernel, shutdown_wait_time=KERNEL_SHUTDOWN_WAIT_S)
+    client = NotebookClient(nb, km=km, timeout=timeout_s, kernel_name=kernel,
                             resources={"metadata": {"path": str(cwd or path.parent)}},
                             timeout_func=lambda cell: cell_timeout(cell, timeout_s))
     try:
-        client.execute()
+        client.execute(cleanup_kc=True)  # shut the kernel down gracefully, even though we made km
     except CellExecutionError as err:
-        first = next((ln for ln in str(err).splitlines() if "Error" in ln), str(err)[:200])
-        raise LabtoolsError(f"{path.name}: a cell failed: {first.strip()}") from None
+        failed = next((c for c in nb.cells if c.cell_type == "code" and any(
+            o.get("output_type") == "error" for o in c.get("outputs", []))), None)
+        where = f"cell {failed.get('id', '?')}" if failed is not None else "a cell"
+        reason = f"{err.ename}: {err.evalue}".strip().rstrip(":")
+        raise LabtoolsError(f"{path.name}: {where} failed: {reason}") from None
     return nb
+
+
+def cell_seconds(nb: Any) -> List[Tuple[str, float]]:
+    """(cell id, seconds) for each executed code cell of ``nb``, from the timings nbclient
+    records in the cell metadata (``execution``: ``iopub.execute_input`` to
+    ``shell.execute_reply``)."""
+    from datetime import datetime
+
+    out = []
+    for cell in nb.cells:
+        timing = cell.metadata.get("execution", {}) if cell.cell_type == "code" else {}
+        begin, end = timing.get("iopub.execute_input"), timing.get("shell.execute_reply")
+        if begin and end:
+            took = datetime.fromisoformat(end.replace("Z", "+00:00")) - \
+                datetime.fromisoformat(begin.replace("Z", "+00:00"))
+            out.append((cell.get("id", "?"), round(took.total_seconds(), 1)))
+    return out
+
+
+def timing_line(nb: Any, slowest: int = 3) -> str:
+    """One line: total seconds of the executed cells and the ``slowest`` cells."""
+    seconds = cell_seconds(nb)
+    worst = sorted(seconds, key=lambda item: -item[1])[:slowest]
+    return (f"cells took {sum(s for _, s in seconds):.0f} s; slowest: "
+            + ", ".join(f"{cid} {s:.0f} s" for cid, s in worst))
 
 
 def cell_timeout(cell: Any, default_s: int) -> int:

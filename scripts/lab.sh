@@ -21,7 +21,7 @@ if [ "${1:-}" = "--serve" ]; then
     cd "$here"
     exec "$venv/bin/jupyter" lab --no-browser --allow-root \
         --ip="${LABTOOLS_VM_ADDR:-127.0.0.1}" --port="$port" --ServerApp.port_retries=0 \
-        --ServerApp.root_dir="$here" \
+        --ServerApp.root_dir="$here" --KernelManager.shutdown_wait_time=120 \
         --ServerApp.custom_display_url="http://127.0.0.1:$port/lab"
 fi
 

@@ -68,3 +68,44 @@ def test_cell_timeout_from_metadata():
     assert notebooks.cell_timeout(cell, 30) == 30
     cell.metadata["timeout"] = 240
     assert notebooks.cell_timeout(cell, 30) == 240
+
+
+def test_execute_records_cell_timings_and_reports_a_failing_cell(tmp_path):
+    """A real kernel (nbclient + ipykernel): the per-cell timings come from its metadata."""
+    from labtools.errors import LabtoolsError
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("import time\ntime.sleep(0.5)", id="nap"),
+                nbformat.v4.new_code_cell("x = 1", id="quick")]
+    path = tmp_path / "00-timing.ipynb"
+    nbformat.write(nb, str(path))
+    executed = notebooks.execute(path, timeout_s=60)
+    seconds = dict(notebooks.cell_seconds(executed))
+    assert seconds["nap"] >= 0.5 and seconds["quick"] < seconds["nap"]
+    assert notebooks.timing_line(executed).startswith("cells took ")
+    assert "slowest: nap" in notebooks.timing_line(executed)
+
+    nb.cells.append(nbformat.v4.new_code_cell("1 / 0", id="broken"))
+    nbformat.write(nb, str(path))
+    with pytest.raises(LabtoolsError, match="ZeroDivisionError"):
+        notebooks.execute(path, timeout_s=60)
+
+
+def test_the_kernel_gets_time_to_stop_the_network_when_a_notebook_ends(tmp_path):
+    """A notebook's ``atexit`` (``lab.stop``) takes longer than Jupyter's default 5 s grace
+    under emulation; the kernel must not be killed in the middle of it, even after a failure."""
+    from labtools.errors import LabtoolsError
+
+    marker = tmp_path / "stopped"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        "import atexit, pathlib, time\n"
+        f"def stop():\n    time.sleep(7)\n    pathlib.Path({str(marker)!r}).write_text('ok')\n"
+        "atexit.register(stop)", id="slow-stop"),
+        nbformat.v4.new_code_cell("raise RuntimeError('a cell failed')", id="broken")]
+    path = tmp_path / "00-stop.ipynb"
+    nbformat.write(nb, str(path))
+    with pytest.raises(LabtoolsError, match="cell broken failed: RuntimeError: a cell failed"):
+        notebooks.execute(path, timeout_s=60)
+    assert notebooks.KERNEL_SHUTDOWN_WAIT_S > 7
+    assert marker.read_text() == "ok"

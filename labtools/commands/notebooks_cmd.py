@@ -63,10 +63,10 @@ def _execute(args: argparse.Namespace) -> int:
     for path in files:
         print(f"executing {path}...", file=sys.stderr, flush=True)
         try:
-            notebooks.execute(path, timeout_s=args.timeout)
+            executed = notebooks.execute(path, timeout_s=args.timeout)
         except LabtoolsError as err:
             failed += 1
             print(f"FAILED {err}", file=sys.stderr)
         else:
-            print(f"ok {path}")
+            print(f"ok {path} ({notebooks.timing_line(executed)})", flush=True)
     return 1 if failed else 0
