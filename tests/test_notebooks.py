@@ -167,7 +167,7 @@ def test_solution_runs_top_to_bottom_on_a_real_network(name, tmp_path, monkeypat
     start = time.monotonic()
     executed = notebooks.execute(path, cwd=folder)
     took = time.monotonic() - start
-    print(f"{name}: executed in {took:.0f} s")
+    print(f"\n{name}: executed in {took:.0f} s; {notebooks.timing_line(executed)}")
     for cell in _code_cells(executed):
         errors = [o for o in cell.outputs if o.get("output_type") == "error"]
         assert not errors, (cell.id, errors)

@@ -180,19 +180,25 @@ def test_answer_box_label(portfolio):
 
 
 # --- the real runners, on a real network -------------------------------------------------
-@pytest.mark.network
-def test_panel_runs_every_test_on_a_real_network(tmp_path):
+@pytest.fixture(scope="module")
+def real_lab(tmp_path_factory):
     from labtools.lab import LabSession
 
-    with LabSession("portfolio", results=tmp_path / "lab.sqlite", case="test") as lab:
-        panel = MeasurementPanel(lab, lab.topo)
-        panel.src.value, panel.dst.value, panel.duration.value = "h1", "h4", 3
-        for test in RUNNERS:
-            panel.test.value = test
-            panel.run_button.click()
-            assert panel.status.value.startswith("done"), (test, panel.status.value)
-            table, plot = panel.output.outputs
-            verdicts = panel.last_result.verdicts
-            assert len(verdicts) >= 1 and verdicts["measured"].notna().all(), test
-            assert "<table>" in table["data"]["text/html"] and plot["data"]["image/png"]
-            assert all(m.run_id is not None for m in panel.last_result.measurements), test
+    db = tmp_path_factory.mktemp("results") / "lab.sqlite"
+    with LabSession("portfolio", results=db, case="test") as lab:
+        yield lab
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("test", list(RUNNERS))
+def test_panel_runs_each_test_on_a_real_network(real_lab, test):
+    panel = MeasurementPanel(real_lab, real_lab.topo)
+    panel.src.value, panel.dst.value, panel.duration.value = "h1", "h4", 3
+    panel.test.value = test
+    panel.run_button.click()
+    assert panel.status.value.startswith("done"), panel.status.value
+    table, plot = panel.output.outputs
+    verdicts = panel.last_result.verdicts
+    assert len(verdicts) >= 1 and verdicts["measured"].notna().all()
+    assert "<table>" in table["data"]["text/html"] and plot["data"]["image/png"]
+    assert all(m.run_id is not None for m in panel.last_result.measurements)
