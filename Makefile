@@ -23,7 +23,7 @@ test:
 
 test-notebooks: setup
 	LABTOOLS_QUICK=1 $(VENV)/bin/labtools vm --if-needed --env LABTOOLS_QUICK --timeout 3600 -- \
-	    $(abspath $(VENV))/bin/python -m pytest -q -m network tests/test_notebooks.py tests/test_widgets.py
+	    $(abspath $(VENV))/bin/python -m pytest -q --durations=0 -m network tests/test_notebooks.py tests/test_widgets.py
 
 unit: setup
 	$(VENV)/bin/python -m pytest -q -m "not network and not vm"
