@@ -13,7 +13,8 @@ bridges (or Open vSwitch bridges) named ``s<N>``. What a crash can leave behind:
   with them);
 - Linux bridges named ``s<N>``, and Open vSwitch bridges of that name when ``ovs-vsctl``
   works;
-- named network namespaces starting with ``labtools-`` (and the processes inside).
+- named network namespaces starting with ``labtools-`` (and the processes inside);
+- a lab VM (``vng``/``qemu``) whose ``labtools vm`` was killed without stopping it.
 
 :func:`clean` removes them (processes get SIGTERM, then SIGKILL after
 :data:`GRACE_S`), then runs Mininet's own ``mn -c`` (which also kills *every* ``ping``
@@ -48,6 +49,11 @@ _SHELLS = ("bash", "sh")
 _NODE_SHELL_RE = re.compile(r"^mininet:[A-Za-z0-9_.-]+$")
 #: prefix of named network namespaces the kit creates
 NETNS_PREFIX = "labtools-"
+#: prefix of the lab VM runner's temporary folder, named on its processes' command lines
+VM_MARK = "labtools-vm-"
+VM_FOLDER_RE = re.compile(r"/[^\s]*" + VM_MARK + r"[A-Za-z0-9_]+")
+#: in that folder: the PID of the ``labtools vm`` that owns the VM
+VM_OWNER_FILE = "owner.pid"
 #: seconds between SIGTERM and SIGKILL
 GRACE_S = 1.0
 #: time-out of one ``ip``/``ovs-vsctl`` command, s
@@ -175,7 +181,53 @@ def _kit_processes() -> List[LeftoverProcess]:
             if netns is None or netns == root_ns:
                 continue  # on the machine itself (or not ours to inspect): not the kit's
         found.append(LeftoverProcess(pid, name, " ".join(argv), ticks))
-    return found
+    return found + _orphaned_vms()
+
+
+def _orphaned_vms() -> List[LeftoverProcess]:
+    """The processes of a lab VM (``vng``, ``virtme-run``, ``qemu``) whose ``labtools vm``
+    died without stopping it: the session leader names the runner's ``labtools-vm-``
+    folder on its command line, and the owner PID written there is gone. A VM whose
+    runner is alive is never touched."""
+    procs = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            info, ids = _process(int(entry)), _parent_and_session(int(entry))
+            if info is not None and ids is not None:
+                procs[int(entry)] = (info, ids)
+    leaders = {pid for pid, ((_c, argv, _t), (_p, sid)) in procs.items()
+               if sid == pid and _vm_folder(argv) and not _owner_alive(_vm_folder(argv))}
+    return [LeftoverProcess(pid, "vm", " ".join(argv), ticks)
+            for pid, ((_c, argv, ticks), (_p, sid)) in sorted(procs.items()) if sid in leaders]
+
+
+def _vm_folder(argv: Sequence[str]) -> str:
+    """The runner's ``labtools-vm-`` folder named on a command line, or ''."""
+    for arg in argv:
+        match = VM_FOLDER_RE.search(arg)
+        if match:
+            return match.group(0)
+    return ""
+
+
+def _owner_alive(folder: str) -> bool:
+    """True when the ``labtools vm`` that wrote ``FOLDER/owner.pid`` is still running."""
+    try:
+        with open(os.path.join(folder, VM_OWNER_FILE), encoding="utf-8") as handle:
+            pid = int(handle.read().strip())
+    except (OSError, ValueError):
+        return False
+    return os.path.exists(f"/proc/{pid}")
+
+
+def _parent_and_session(pid: int) -> Optional[Tuple[int, int]]:
+    """(parent pid, session id) of a process, None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
+            fields = handle.read().rpartition(")")[2].split()
+        return int(fields[1]), int(fields[3])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _process(pid: int) -> Optional[Tuple[str, List[str], int]]:

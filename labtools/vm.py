@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Dict, List, Optional, Sequence, Tuple
 
+from labtools.cleanup import VM_MARK, VM_OWNER_FILE
 from labtools.errors import InputError, VMError
 
 #: kernel modules the guest loads before the command (missing ones only print a note)
@@ -315,8 +316,10 @@ def run_in_vm(command: Sequence[str], *, timeout_s: Optional[float] = None,
     """
     from labtools import capabilities as caps
 
-    with tempfile.TemporaryDirectory(prefix="labtools-vm-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=VM_MARK) as tmp:
         state_dir = Path(tmp)
+        # who owns this VM: `labtools clean` stops a VM whose owner is gone
+        (state_dir / VM_OWNER_FILE).write_text(f"{os.getpid()}\n")
         spec = make_spec(command, state_dir, **options)  # type: ignore[arg-type]
         (state_dir / SCRIPT_FILE).write_text(guest_script(spec))
         mode = "KVM" if spec.kvm else "software emulation, about 30 s"

@@ -248,3 +248,29 @@ def test_remove_reports_what_is_gone(kit_leftovers):
     assert done.interfaces == ours.interfaces and done.bridges == ["s91"]
     assert done.count() == ours.count() == 7
     assert remove(ours).count() == 7  # already gone counts as gone, no errors
+
+
+# --- a lab VM whose runner died ---------------------------------------------------------
+def test_a_vm_whose_runner_died_is_a_leftover_and_a_live_ones_is_not(tmp_path):
+    """A real process standing in for the VM's session (vng, qemu): in its own session,
+    naming the runner's folder, like ``labtools vm`` starts them."""
+    folder = tmp_path / f"{cleanup.VM_MARK}t91"
+    folder.mkdir()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    owner = folder / cleanup.VM_OWNER_FILE
+    owner.write_text(f"{dead.pid}\n")
+    vm = subprocess.Popen(["sh", "-c", "sleep 300", str(folder / "guest.sh")],
+                          start_new_session=True)
+    try:
+        ours = [p for p in find_leftovers().processes if p.pid == vm.pid]
+        assert [p.name for p in ours] == ["vm"]
+        owner.write_text(f"{os.getpid()}\n")  # its runner is alive: not a leftover
+        assert vm.pid not in {p.pid for p in find_leftovers().processes}
+        owner.write_text(f"{dead.pid}\n")
+        done = remove(Leftovers(processes=[p for p in find_leftovers().processes
+                                           if p.pid == vm.pid]))
+        assert vm.wait(timeout=10) is not None and not done.failed
+    finally:
+        if vm.poll() is None:
+            vm.kill()
