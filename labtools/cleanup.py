@@ -37,6 +37,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
+from labtools import vm_leftovers
 from labtools.errors import EnvironmentProblem
 
 #: measurement tools the kit starts inside host namespaces
@@ -49,11 +50,6 @@ _SHELLS = ("bash", "sh")
 _NODE_SHELL_RE = re.compile(r"^mininet:[A-Za-z0-9_.-]+$")
 #: prefix of named network namespaces the kit creates
 NETNS_PREFIX = "labtools-"
-#: prefix of the lab VM runner's temporary folder, named on its processes' command lines
-VM_MARK = "labtools-vm-"
-VM_FOLDER_RE = re.compile(r"/[^\s]*" + VM_MARK + r"[A-Za-z0-9_]+")
-#: in that folder: the PID of the ``labtools vm`` that owns the VM
-VM_OWNER_FILE = "owner.pid"
 #: seconds between SIGTERM and SIGKILL
 GRACE_S = 1.0
 #: time-out of one ``ip``/``ovs-vsctl`` command, s
@@ -83,13 +79,14 @@ class Leftovers:
     bridges: List[str] = field(default_factory=list)
     ovs_bridges: List[str] = field(default_factory=list)
     namespaces: List[str] = field(default_factory=list)
+    folders: List[str] = field(default_factory=list)
     failed: List[str] = field(default_factory=list)
     mn_output: str = ""
 
     def count(self) -> int:
-        """How many items (processes, interfaces, bridges, namespaces)."""
+        """How many items (processes, interfaces, bridges, namespaces, VM folders)."""
         return (len(self.processes) + len(self.interfaces) + len(self.bridges)
-                + len(self.ovs_bridges) + len(self.namespaces))
+                + len(self.ovs_bridges) + len(self.namespaces) + len(self.folders))
 
     def describe(self) -> str:
         """One line: ``3 processes (iperf3 x2, mnexec), 12 interfaces, 2 bridges``, or
@@ -100,7 +97,8 @@ class Leftovers:
             kinds = ", ".join(n if c == 1 else f"{n} x{c}" for n, c in sorted(names.items()))
             parts.append(f"{_plural(len(self.processes), 'process', 'processes')} ({kinds})")
         for items, word in ((self.interfaces, "interface"), (self.bridges, "bridge"),
-                            (self.ovs_bridges, "OVS bridge"), (self.namespaces, "namespace")):
+                            (self.ovs_bridges, "OVS bridge"), (self.namespaces, "namespace"),
+                            (self.folders, "VM folder")):
             if items:
                 parts.append(_plural(len(items), word, word + "s"))
         return ", ".join(parts) if parts else "nothing"
@@ -132,7 +130,7 @@ def find_leftovers() -> Leftovers:
     bridges = [n for n in links if SWITCH_RE.match(n) and _is_bridge(n)]
     interfaces = [n for n in links if INTERFACE_RE.match(n) and not _is_bridge(n)]
     return Leftovers(sorted(processes, key=lambda p: p.pid), interfaces, bridges,
-                     _ovs_bridges(), namespaces)
+                     _ovs_bridges(), namespaces, vm_leftovers.stale_folders())
 
 
 def kit_process_name(comm: str, argv: Sequence[str]) -> Optional[str]:
@@ -185,49 +183,8 @@ def _kit_processes() -> List[LeftoverProcess]:
 
 
 def _orphaned_vms() -> List[LeftoverProcess]:
-    """The processes of a lab VM (``vng``, ``virtme-run``, ``qemu``) whose ``labtools vm``
-    died without stopping it: the session leader names the runner's ``labtools-vm-``
-    folder on its command line, and the owner PID written there is gone. A VM whose
-    runner is alive is never touched."""
-    procs = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            info, ids = _process(int(entry)), _parent_and_session(int(entry))
-            if info is not None and ids is not None:
-                procs[int(entry)] = (info, ids)
-    leaders = {pid for pid, ((_c, argv, _t), (_p, sid)) in procs.items()
-               if sid == pid and _vm_folder(argv) and not _owner_alive(_vm_folder(argv))}
     return [LeftoverProcess(pid, "vm", " ".join(argv), ticks)
-            for pid, ((_c, argv, ticks), (_p, sid)) in sorted(procs.items()) if sid in leaders]
-
-
-def _vm_folder(argv: Sequence[str]) -> str:
-    """The runner's ``labtools-vm-`` folder named on a command line, or ''."""
-    for arg in argv:
-        match = VM_FOLDER_RE.search(arg)
-        if match:
-            return match.group(0)
-    return ""
-
-
-def _owner_alive(folder: str) -> bool:
-    """True when the ``labtools vm`` that wrote ``FOLDER/owner.pid`` is still running."""
-    try:
-        with open(os.path.join(folder, VM_OWNER_FILE), encoding="utf-8") as handle:
-            pid = int(handle.read().strip())
-    except (OSError, ValueError):
-        return False
-    return os.path.exists(f"/proc/{pid}")
-
-
-def _parent_and_session(pid: int) -> Optional[Tuple[int, int]]:
-    """(parent pid, session id) of a process, None if it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
-            fields = handle.read().rpartition(")")[2].split()
-        return int(fields[1]), int(fields[3])
-    except (OSError, IndexError, ValueError):
-        return None
+            for pid, argv, ticks in vm_leftovers.orphaned_vm_processes()]
 
 
 def _process(pid: int) -> Optional[Tuple[str, List[str], int]]:
@@ -335,6 +292,10 @@ def remove(found: Leftovers) -> Leftovers:
             done.namespaces.append(name)
         else:
             done.failed.append(f"namespace {name}: {out}")
+    for folder in found.folders:
+        shutil.rmtree(folder, ignore_errors=True)
+        (done.failed.append(f"VM folder {folder}: could not remove it") if os.path.exists(folder)
+         else done.folders.append(folder))
     return done
 
 

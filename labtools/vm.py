@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Dict, List, Optional, Sequence, Tuple
 
-from labtools.cleanup import VM_MARK, VM_OWNER_FILE
+from labtools.vm_leftovers import IN_VM_VARIABLE, VM_MARK, VM_OWNER_FILE
 from labtools.errors import InputError, VMError
 
 #: kernel modules the guest loads before the command (missing ones only print a note)
@@ -47,7 +47,6 @@ PASSED_ENV = ("LANG", "LC_ALL", "TZ", "PYTHONUNBUFFERED")
 NO_CWD_STATUS = 125
 STATUS_FILE = "status"
 SCRIPT_FILE = "guest.sh"
-IN_VM_VARIABLE = "LABTOOLS_IN_VM"
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from typing import Dict
 
 import pytest
 
-from labtools import cleanup
+from labtools import cleanup, vm_leftovers
 from labtools.cleanup import (INTERFACE_RE, LeftoverProcess, Leftovers, find_leftovers,
                               guard_signals, kit_process_name, remove, run_mn_clean)
 from labtools.cli import main
@@ -254,11 +254,11 @@ def test_remove_reports_what_is_gone(kit_leftovers):
 def test_a_vm_whose_runner_died_is_a_leftover_and_a_live_ones_is_not(tmp_path):
     """A real process standing in for the VM's session (vng, qemu): in its own session,
     naming the runner's folder, like ``labtools vm`` starts them."""
-    folder = tmp_path / f"{cleanup.VM_MARK}t91"
+    folder = tmp_path / f"{vm_leftovers.VM_MARK}t91"
     folder.mkdir()
     dead = subprocess.Popen(["true"])
     dead.wait()
-    owner = folder / cleanup.VM_OWNER_FILE
+    owner = folder / vm_leftovers.VM_OWNER_FILE
     owner.write_text(f"{dead.pid}\n")
     vm = subprocess.Popen(["sh", "-c", "sleep 300", str(folder / "guest.sh")],
                           start_new_session=True)
@@ -274,3 +274,20 @@ def test_a_vm_whose_runner_died_is_a_leftover_and_a_live_ones_is_not(tmp_path):
     finally:
         if vm.poll() is None:
             vm.kill()
+
+
+def test_a_runner_folder_is_stale_only_when_its_owner_is_gone(tmp_path, monkeypatch):
+    monkeypatch.setattr(vm_leftovers.tempfile, "gettempdir", lambda: str(tmp_path))
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale, live = tmp_path / f"{vm_leftovers.VM_MARK}old", tmp_path / f"{vm_leftovers.VM_MARK}now"
+    for folder, pid in ((stale, dead.pid), (live, os.getpid())):
+        folder.mkdir()
+        (folder / vm_leftovers.VM_OWNER_FILE).write_text(f"{pid}\n")
+    found = find_leftovers()
+    assert found.folders == [str(stale)] and "1 VM folder" in found.describe()
+    done = remove(Leftovers(folders=found.folders))
+    assert done.folders == [str(stale)] and not stale.exists() and live.exists()
+    monkeypatch.setenv(vm_leftovers.IN_VM_VARIABLE, "1")  # a guest never touches them
+    (live / vm_leftovers.VM_OWNER_FILE).write_text(f"{dead.pid}\n")
+    assert find_leftovers().folders == []

@@ -5,11 +5,13 @@
 Stops the kit's leftover processes (``mnexec``, Mininet node shells, and iperf, iperf3,
 ping, simpleperf running inside a host's network namespace), deletes Mininet-style
 interfaces (``h1-eth0``), the kit's switch bridges (``s1``), Open vSwitch bridges of that
-name and ``labtools-*`` namespaces, then runs Mininet's ``mn -c`` unless ``--no-mn``
+name, ``labtools-*`` namespaces, and a lab VM (its processes and its runner's
+``labtools-vm-*`` folder) whose ``labtools vm`` was killed, then runs Mininet's ``mn -c`` unless ``--no-mn``
 (note: ``mn -c`` also kills every ``ping`` on the machine and deletes ``/tmp/*.log``).
 Prints what it removed, or ``nothing to clean``; exit status 0 (1 when something could
 not be removed). JSON keys: dry_run, count, processes [{pid, name, cmdline,
-start_ticks}], interfaces, bridges, ovs_bridges, namespaces, failed, mn_output.
+start_ticks}], interfaces, bridges, ovs_bridges, namespaces, folders, failed,
+mn_output.
 """
 
 from __future__ import annotations
@@ -17,6 +19,10 @@ from __future__ import annotations
 import argparse
 import json
 from typing import Any
+
+
+#: command lines longer than this are shortened in the text output (JSON has them whole)
+CMDLINE_CHARS = 100
 
 
 def add_parser(sub: Any) -> None:
@@ -45,10 +51,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"{verb} {result.describe()}")
         for proc in result.processes:
-            print(f"  process {proc.pid} ({proc.name}): {proc.cmdline}")
+            line = proc.cmdline if len(proc.cmdline) <= CMDLINE_CHARS else \
+                proc.cmdline[:CMDLINE_CHARS - 3] + "..."
+            print(f"  process {proc.pid} ({proc.name}): {line}")
         for title, names in (("interfaces", result.interfaces), ("bridges", result.bridges),
                              ("OVS bridges", result.ovs_bridges),
-                             ("namespaces", result.namespaces)):
+                             ("namespaces", result.namespaces),
+                             ("VM folders", result.folders)):
             if names:
                 print(f"  {title}: {' '.join(names)}")
     if result.mn_output:
