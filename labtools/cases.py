@@ -41,11 +41,11 @@ def derive_plan(topo: Topology, declared: Optional[Dict[str, Any]] = None) -> Ca
         for dst in topo.hosts:
             if src < dst and bottleneck(topo, src, dst)[0] is not None:
                 candidates.append((-rtt_ms(topo, src, dst), src, dst))
-    derived = [(s, d) for _, s, d in sorted(candidates)][:3]
-    pairs = [tuple(p.split(":")) for p in declared.get("path", [])] or derived
+    ranked = [(s, d) for _, s, d in sorted(candidates)]
+    pairs = [tuple(p.split(":")) for p in declared.get("path", [])] or ranked[:3]
     links = [(lk.a, lk.b) for lk in topo.links
              if lk.bw_mbps is not None and topo.node(lk.a).has_ip and topo.node(lk.b).has_ip]
-    mux = declared.get("mux") or _disjoint_sets(pairs + derived)
+    mux = declared.get("mux") or _disjoint_sets(pairs + ranked)  # flows with no host in common
     parallel = declared.get("parallel") or (
         [[f"{mux[-1][0]}x2", *mux[-1][1:]]] if mux else [])
     return CasePlan(list(pairs), links or list(pairs), mux, parallel)  # type: ignore[arg-type]

@@ -115,3 +115,22 @@ def test_parse_simpleperf_with_verdicts():
     assert data["summary"]["receiver_mbps"] > 0
     # loopback is far faster than the 30 Mbit/s path: the verdict must say so
     assert data["verdicts"][0]["verdict"] == "invalid"
+
+
+@pytest.mark.parametrize("spec", ["dumbbell", "dumbbell,pairs=3", "line"])
+def test_derived_plans_share_a_bottleneck_between_disjoint_pairs(spec):
+    """Without CASES in the topology file, mux uses flows with no host in common, and
+    more than one of them wherever the topology has two disjoint host pairs."""
+    from labtools.cases import derive_plan
+    from labtools.fairness import parse_flows
+
+    topo = load_topology(spec)
+    plan = derive_plan(topo)
+    disjoint_possible = len(topo.hosts) >= 4
+    for scenario in plan.mux + plan.parallel:
+        flows = parse_flows(",".join(scenario))
+        hosts = [h for f in flows for h in (f.src, f.dst)]
+        assert len(hosts) == len(set(hosts)), scenario
+        if disjoint_possible:
+            assert len(flows) >= 2, scenario
+    assert [f.connections for f in parse_flows(",".join(plan.parallel[0]))][0] == 2

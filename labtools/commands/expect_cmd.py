@@ -110,16 +110,16 @@ def _flows(topo: Any, spec: str) -> Dict[str, Any]:
 
 
 def _fmt(value: Any, unit: str) -> str:
-    return "unlimited" if value is None else f"{value:g} {unit}"
+    return "unlimited" if value is None else f"{round(value, 3):g} {unit}"
 
 
 def _text(result: Dict[str, Any]) -> str:
     if "flows" in result:
-        lines = [f"{'flow':<12}{'conns':>6}{'share':>14}{'per conn':>14}  limited by"]
+        lines = [f"{'flow':<12}{'conns':>6}{'share':>16}{'per conn':>16}  limited by"]
         for f in result["flows"]:
             lines.append(
                 f"{f['src'] + '-' + f['dst']:<12}{f['connections']:>6}"
-                f"{_fmt(f['share_mbps'], 'Mbit/s'):>14}{_fmt(f['per_connection_mbps'], 'Mbit/s'):>14}"
+                f"{_fmt(f['share_mbps'], 'Mbit/s'):>16}{_fmt(f['per_connection_mbps'], 'Mbit/s'):>16}"
                 f"  {f['limited_by'] or '-'}"
             )
         return "\n".join(lines)
