@@ -46,6 +46,13 @@ PASSED_ENV = ("LANG", "LC_ALL", "TZ", "PYTHONUNBUFFERED")
 #: exit status the guest script uses when it cannot enter the working directory
 NO_CWD_STATUS = 125
 STATUS_FILE = "status"
+#: Under software emulation a halted guest CPU wakes late for each timer, and every
+#: netem delay is a timer: on the reference topology this added 2-3.7 ms to a 60 ms path
+#: RTT. One guest CPU that never halts (``idle=poll``) brought it to 1.1-1.4 ms, raised
+#: TCP goodput and started the network faster (measured side by side; README, "lab VM").
+#: It keeps one host core busy while the VM runs.
+SOFTWARE_EMULATION_CPUS = 1
+SOFTWARE_EMULATION_KERNEL_ARGS = ("idle=poll",)
 SCRIPT_FILE = "guest.sh"
 
 
@@ -62,6 +69,7 @@ class VMSpec:
         state_dir: a host folder shared writable, holding the guest script and status file.
         memory: guest memory in QEMU's notation (``2G``, ``1536M``).
         cpus: number of guest CPUs.
+        kernel_args: extra guest kernel command-line options (``idle=poll``).
         kvm: use KVM; ``False`` means software emulation (slower boot, always works).
         forward_ports: (host port, guest port) pairs; the host side binds 127.0.0.1 only.
         modules: kernel modules to load before the command.
@@ -77,6 +85,7 @@ class VMSpec:
     state_dir: Path
     memory: str = "2G"
     cpus: int = 2
+    kernel_args: Tuple[str, ...] = ()
     kvm: bool = False
     forward_ports: Tuple[Tuple[int, int], ...] = ()
     modules: Tuple[str, ...] = DEFAULT_MODULES
@@ -114,6 +123,9 @@ def validate_spec(spec: VMSpec) -> None:
         raise InputError(f"memory {spec.memory!r} is not like 2G or 1536M")
     if spec.cpus < 1:
         raise InputError(f"cpus must be at least 1, not {spec.cpus}")
+    for arg in spec.kernel_args:
+        if not re.fullmatch(r"[A-Za-z0-9_.,=-]+", arg):
+            raise InputError(f"kernel option {arg!r} is not like idle=poll")
     for host_port, guest_port in spec.forward_ports:
         for port in (host_port, guest_port):
             if not 1 <= port <= 65535:
@@ -175,6 +187,8 @@ def build_vng_args(spec: VMSpec) -> List[str]:
         args.append("--disable-kvm")
     for d in (*spec.rwdirs, spec.state_dir):
         args += ["--rwdir", str(d)]
+    for arg in spec.kernel_args:
+        args += ["--append", arg]
     args += ["--cwd", str(spec.cwd)]
     if spec.forward_ports:
         args.append(f"--qemu-opts={qemu_net_opts(spec.forward_ports)}")
@@ -271,8 +285,10 @@ def make_spec(command: Sequence[str], state_dir: Path, *, cwd: Optional[Path] = 
               env: Sequence[Tuple[str, str]] = ()) -> VMSpec:
     """A :class:`VMSpec` with this machine's defaults filled in.
 
-    Defaults: memory ``$LABTOOLS_VM_MEMORY`` or 2G, cpus ``$LABTOOLS_VM_CPUS`` or up to 2,
-    KVM per ``$LABTOOLS_VM_KVM`` (1/0) or when the (cached) probe says it works.
+    Defaults: memory ``$LABTOOLS_VM_MEMORY`` or 2G; KVM per ``$LABTOOLS_VM_KVM`` (1/0) or
+    when the (cached) probe says it works; cpus ``$LABTOOLS_VM_CPUS``, else up to 2 with
+    KVM and 1 under software emulation, where the guest CPU also never halts (``idle=poll``,
+    unless ``$LABTOOLS_VM_IDLE_POLL=0``) so that netem's timers fire on time.
     Raises :class:`VMError` with a fix when the VM runner is not ready.
     """
     from labtools import capabilities as caps
@@ -290,14 +306,17 @@ def make_spec(command: Sequence[str], state_dir: Path, *, cwd: Optional[Path] = 
     passed = [(k, v) for k, v in os.environ.items()
               if (k.startswith("LABTOOLS_") and k != IN_VM_VARIABLE) or k in PASSED_ENV]
     try:
-        n_cpus = int(cpus or os.environ.get("LABTOOLS_VM_CPUS") or min(2, os.cpu_count() or 1))
+        n_cpus = int(cpus or os.environ.get("LABTOOLS_VM_CPUS") or (
+            min(2, os.cpu_count() or 1) if kvm else SOFTWARE_EMULATION_CPUS))
     except ValueError as err:
         raise InputError(f"LABTOOLS_VM_CPUS is not a whole number: {err}") from err
+    idle_poll = not kvm and os.environ.get("LABTOOLS_VM_IDLE_POLL", "1") != "0"
     spec = VMSpec(
         command=tuple(command), kernel=kernel, vng=vng, cwd=here,
         rwdirs=tuple(dict.fromkeys([*default_rwdirs(here), *(Path(d).resolve() for d in rwdirs)])),
         state_dir=state_dir, memory=memory or os.environ.get("LABTOOLS_VM_MEMORY", "2G"),
-        cpus=n_cpus, kvm=kvm, forward_ports=tuple(forward_ports),
+        cpus=n_cpus, kernel_args=SOFTWARE_EMULATION_KERNEL_ARGS if idle_poll else (),
+        kvm=kvm, forward_ports=tuple(forward_ports),
         env=tuple(dict(passed + list(env)).items()), path_dirs=(str(caps.venv_bin_dir()),),
     )
     validate_spec(spec)
@@ -322,6 +341,9 @@ def run_in_vm(command: Sequence[str], *, timeout_s: Optional[float] = None,
         spec = make_spec(command, state_dir, **options)  # type: ignore[arg-type]
         (state_dir / SCRIPT_FILE).write_text(guest_script(spec))
         mode = "KVM" if spec.kvm else "software emulation, about 30 s"
+        mode += f"; {spec.cpus} CPU{'s' if spec.cpus > 1 else ''}"
+        if spec.kernel_args:
+            mode += f", {' '.join(spec.kernel_args)}"
         release = spec.kernel.name[len("vmlinuz-"):]
         print(f"labtools vm: booting Linux {release} ({mode})...", file=sys.stderr, flush=True)
         start = time.monotonic()

@@ -78,6 +78,7 @@ def test_guest_script_really_runs_and_records_the_status(tmp_path):
     (dict(command=()), "no command"),
     (dict(memory="2 GB"), "memory"),
     (dict(cpus=0), "cpus"),
+    (dict(kernel_args=("idle=poll; reboot",)), "kernel option"),
     (dict(forward_ports=((70000, 8888),)), "port 70000"),
     (dict(env=(("BAD-NAME", "x"),)), "environment variable"),
 ])
@@ -128,6 +129,30 @@ def _ready(monkeypatch, tmp_path):
     monkeypatch.setattr(caps, "vm_runner_missing", lambda: [])
     monkeypatch.setattr(caps, "find_vm_kernel", lambda: image)
     monkeypatch.setattr(caps, "find_tool", lambda name: f"/usr/bin/{name}")
+
+
+def test_kernel_options_are_appended_one_by_one(tmp_path):
+    args = vm.build_vng_args(spec(tmp_path, kernel_args=("idle=poll", "nosmt")))
+    appended = [args[i + 1] for i, a in enumerate(args) if a == "--append"]
+    assert appended == ["idle=poll", "nosmt"]
+    assert "--append" not in vm.build_vng_args(spec(tmp_path))
+
+
+@pytest.mark.parametrize("kvm, env, cpus, kernel_args", [
+    (False, {}, 1, ("idle=poll",)),  # software emulation: one CPU that never halts
+    (False, {"LABTOOLS_VM_IDLE_POLL": "0"}, 1, ()),
+    (False, {"LABTOOLS_VM_CPUS": "2"}, 2, ("idle=poll",)),
+    (True, {}, min(2, os.cpu_count() or 1), ()),  # KVM: the guest's timers are not late
+])
+def test_spec_defaults_follow_the_emulation_mode(monkeypatch, tmp_path, kvm, env, cpus,
+                                                 kernel_args):
+    _ready(monkeypatch, tmp_path)
+    for name in ("LABTOOLS_VM_CPUS", "LABTOOLS_VM_IDLE_POLL"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    s = vm.make_spec(["true"], tmp_path, cwd=tmp_path, kvm=kvm)
+    assert (s.cpus, s.kernel_args) == (cpus, kernel_args)
 
 
 def test_status_comes_back_from_the_status_file(monkeypatch, tmp_path):
