@@ -91,7 +91,8 @@ def _latency_throughput(lab: Any, name: str, plan: CasePlan, duration_s: float,
     for src, dst in pairs:
         what = f"{src}-{dst}"
         say(f"[{name}] {what}: ping")
-        m = probes.ping(lab, src, dst, count=10, interval_s=0.2)
+        m = probes.ping(lab, src, dst, count=probes.MIN_RTT_PING_COUNT,
+                        interval_s=probes.MIN_RTT_PING_INTERVAL_S)
         _rows(rows, m, what, verdicts_for(m.parsed, lab.topo, src, dst))
         say(f"[{name}] {what}: iperf3 TCP {duration_s:g} s")
         m = probes.iperf3(lab, src, dst, duration_s=duration_s, omit_s=min(2, duration_s / 4))

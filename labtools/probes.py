@@ -17,6 +17,15 @@ from labtools.lab import TIMEOUT_MARGIN_S, LabSession, Measurement, wait_output
 from labtools.parsers import parse
 from labtools.startgate import StartGate
 
+#: A minimum RTT comes from a dense train of pings: 60 echoes 50 ms apart (3 s). Under
+#: software emulation a busy emulated machine answers faster than an idle one, whose
+#: CPUs wake late for every timer; on the reference topology the minimum of 60 pings 50 ms
+#: apart was 0.4-1.1 ms closer to the path's propagation RTT than that of 20 pings 0.2 s
+#: apart (measured side by side; README, "Where the kernel cannot emulate"). On a native
+#: kernel both agree.
+MIN_RTT_PING_COUNT = 60
+MIN_RTT_PING_INTERVAL_S = 0.05
+
 
 def _measure(lab: LabSession, tool: str, src: str, dst: str, argv: List[str],
              timeout_s: float, check: Optional[Callable[[Any], None]] = None) -> Measurement:

@@ -46,13 +46,13 @@ PASSED_ENV = ("LANG", "LC_ALL", "TZ", "PYTHONUNBUFFERED")
 #: exit status the guest script uses when it cannot enter the working directory
 NO_CWD_STATUS = 125
 STATUS_FILE = "status"
-#: Under software emulation a halted guest CPU wakes late for each timer, and every
-#: netem delay is a timer: on the reference topology this added 2-3.7 ms to a 60 ms path
-#: RTT. One guest CPU that never halts (``idle=poll``) brought it to 1.1-1.4 ms, raised
-#: TCP goodput and started the network faster (measured side by side; README, "lab VM").
-#: It keeps one host core busy while the VM runs.
-SOFTWARE_EMULATION_CPUS = 1
-SOFTWARE_EMULATION_KERNEL_ARGS = ("idle=poll",)
+#: ``LABTOOLS_VM_IDLE_POLL=1`` (software emulation only): one guest CPU that never halts.
+#: A halted emulated CPU wakes late for each timer, and every netem delay is a timer; one
+#: awake CPU cut a 60 ms path's extra RTT from 2.2-3.7 ms to 1.1-1.4 ms, but one CPU loses
+#: UDP datagrams from 20 Mbit/s on (measured side by side; README, "Where the kernel
+#: cannot emulate"), so it is not the default. It keeps one host core busy while it runs.
+IDLE_POLL_CPUS = 1
+IDLE_POLL_KERNEL_ARGS = ("idle=poll",)
 SCRIPT_FILE = "guest.sh"
 
 
@@ -286,9 +286,9 @@ def make_spec(command: Sequence[str], state_dir: Path, *, cwd: Optional[Path] = 
     """A :class:`VMSpec` with this machine's defaults filled in.
 
     Defaults: memory ``$LABTOOLS_VM_MEMORY`` or 2G; KVM per ``$LABTOOLS_VM_KVM`` (1/0) or
-    when the (cached) probe says it works; cpus ``$LABTOOLS_VM_CPUS``, else up to 2 with
-    KVM and 1 under software emulation, where the guest CPU also never halts (``idle=poll``,
-    unless ``$LABTOOLS_VM_IDLE_POLL=0``) so that netem's timers fire on time.
+    when the (cached) probe says it works; cpus ``$LABTOOLS_VM_CPUS`` or up to 2. Under
+    software emulation ``$LABTOOLS_VM_IDLE_POLL=1`` keeps the guest CPU awake
+    (``idle=poll``, one CPU unless ``$LABTOOLS_VM_CPUS`` says otherwise).
     Raises :class:`VMError` with a fix when the VM runner is not ready.
     """
     from labtools import capabilities as caps
@@ -305,17 +305,17 @@ def make_spec(command: Sequence[str], state_dir: Path, *, cwd: Optional[Path] = 
         kvm = _kvm_default()
     passed = [(k, v) for k, v in os.environ.items()
               if (k.startswith("LABTOOLS_") and k != IN_VM_VARIABLE) or k in PASSED_ENV]
+    idle_poll = not kvm and os.environ.get("LABTOOLS_VM_IDLE_POLL") == "1"
     try:
         n_cpus = int(cpus or os.environ.get("LABTOOLS_VM_CPUS") or (
-            min(2, os.cpu_count() or 1) if kvm else SOFTWARE_EMULATION_CPUS))
+            IDLE_POLL_CPUS if idle_poll else min(2, os.cpu_count() or 1)))
     except ValueError as err:
         raise InputError(f"LABTOOLS_VM_CPUS is not a whole number: {err}") from err
-    idle_poll = not kvm and os.environ.get("LABTOOLS_VM_IDLE_POLL", "1") != "0"
     spec = VMSpec(
         command=tuple(command), kernel=kernel, vng=vng, cwd=here,
         rwdirs=tuple(dict.fromkeys([*default_rwdirs(here), *(Path(d).resolve() for d in rwdirs)])),
         state_dir=state_dir, memory=memory or os.environ.get("LABTOOLS_VM_MEMORY", "2G"),
-        cpus=n_cpus, kernel_args=SOFTWARE_EMULATION_KERNEL_ARGS if idle_poll else (),
+        cpus=n_cpus, kernel_args=IDLE_POLL_KERNEL_ARGS if idle_poll else (),
         kvm=kvm, forward_ports=tuple(forward_ports),
         env=tuple(dict(passed + list(env)).items()), path_dirs=(str(caps.venv_bin_dir()),),
     )

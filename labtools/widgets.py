@@ -33,7 +33,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
     from matplotlib.axes import Axes
 
-PING_INTERVAL_S = 0.2
+#: seconds between pings: a dense train, as probes.MIN_RTT_PING_INTERVAL_S explains
+PING_INTERVAL_S = 0.05
 STARTUP_S = 2.0  #: a run's overhead beyond its duration (servers, parsing), for the progress bar
 ERROR_STYLE = "color:#b00020"
 VERDICT_STYLE = {"ok": "color:#1a7f37", "suspicious": "color:#b35900", "invalid": "color:#b00020"}
@@ -70,7 +71,7 @@ def _limits(topo: Topology, src: str, dst: str) -> Dict[str, Optional[float]]:
 
 
 def run_ping(lab: Any, s: RunSettings) -> RunResult:
-    """ping ``src`` -> ``dst`` for about ``duration_s`` (one echo per 0.2 s)."""
+    """ping ``src`` -> ``dst`` for about ``duration_s`` (one echo per :data:`PING_INTERVAL_S`)."""
     from labtools import plots, probes
     from labtools.expect import rtt_ms
     from labtools.verdicts import verdicts_for

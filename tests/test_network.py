@@ -43,7 +43,8 @@ def lab(tmp_path_factory):
 
 @pytest.mark.parametrize("src, dst", LINKS + PATHS)
 def test_min_rtt_matches_the_topology(lab, src, dst):
-    m = probes.ping(lab, src, dst, count=20, interval_s=0.2)
+    m = probes.ping(lab, src, dst, count=probes.MIN_RTT_PING_COUNT,
+                    interval_s=probes.MIN_RTT_PING_INTERVAL_S)
     want = expect.rtt_ms(lab.topo, src, dst)
     tol = max(2.0, 0.05 * want)
     assert m.summary["received"] >= 18

@@ -139,10 +139,10 @@ def test_kernel_options_are_appended_one_by_one(tmp_path):
 
 
 @pytest.mark.parametrize("kvm, env, cpus, kernel_args", [
-    (False, {}, 1, ("idle=poll",)),  # software emulation: one CPU that never halts
-    (False, {"LABTOOLS_VM_IDLE_POLL": "0"}, 1, ()),
-    (False, {"LABTOOLS_VM_CPUS": "2"}, 2, ("idle=poll",)),
-    (True, {}, min(2, os.cpu_count() or 1), ()),  # KVM: the guest's timers are not late
+    (False, {}, min(2, os.cpu_count() or 1), ()),
+    (False, {"LABTOOLS_VM_IDLE_POLL": "1"}, 1, ("idle=poll",)),  # one CPU that never halts
+    (False, {"LABTOOLS_VM_IDLE_POLL": "1", "LABTOOLS_VM_CPUS": "2"}, 2, ("idle=poll",)),
+    (True, {"LABTOOLS_VM_IDLE_POLL": "1"}, min(2, os.cpu_count() or 1), ()),  # KVM: not needed
 ])
 def test_spec_defaults_follow_the_emulation_mode(monkeypatch, tmp_path, kvm, env, cpus,
                                                  kernel_args):
