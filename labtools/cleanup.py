@@ -35,7 +35,7 @@ import time
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from labtools import vm_leftovers
 from labtools.errors import EnvironmentProblem
@@ -118,19 +118,26 @@ def _plural(n: int, one: str, many: str) -> str:
 def find_leftovers() -> Leftovers:
     """Everything a crashed lab run may have left (see the module docstring)."""
     namespaces = _named_namespaces()
-    processes = _kit_processes()
+    table = _process_table()
+    processes = _kit_processes(table)
+    vm_pids = vm_leftovers.orphaned_vm_processes(
+        {pid: (info.argv, info.session) for pid, info in table.items()})
+    processes += [LeftoverProcess(pid, "vm", " ".join(table[pid].argv), table[pid].start_ticks)
+                  for pid in vm_pids]
     seen = {p.pid for p in processes}
     for ns in namespaces:
         for pid in _netns_pids(ns):
             info = _process(pid)
             if info is not None and pid not in seen:
-                processes.append(LeftoverProcess(pid, info[0], " ".join(info[1]), info[2]))
+                processes.append(LeftoverProcess(pid, info.comm, " ".join(info.argv),
+                                                 info.start_ticks))
                 seen.add(pid)
     links = sorted(os.listdir("/sys/class/net")) if os.path.isdir("/sys/class/net") else []
     bridges = [n for n in links if SWITCH_RE.match(n) and _is_bridge(n)]
     interfaces = [n for n in links if INTERFACE_RE.match(n) and not _is_bridge(n)]
     return Leftovers(sorted(processes, key=lambda p: p.pid), interfaces, bridges,
-                     _ovs_bridges(), namespaces, vm_leftovers.stale_folders())
+                     _ovs_bridges(), namespaces,
+                     vm_leftovers.stale_folders(table[pid].argv for pid in vm_pids))
 
 
 def kit_process_name(comm: str, argv: Sequence[str]) -> Optional[str]:
@@ -160,36 +167,43 @@ def root_netns() -> Optional[str]:
     return _netns_of(1) or _netns_of(os.getpid())
 
 
-def _kit_processes() -> List[LeftoverProcess]:
+class ProcessInfo(NamedTuple):
+    """What ``/proc/PID`` says of a live process."""
+
+    comm: str
+    argv: List[str]
+    session: int
+    start_ticks: int
+
+
+def _process_table() -> Dict[int, ProcessInfo]:
+    """Every live user process but this one, read from ``/proc`` once."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            info = _process(int(entry))
+            if info is not None:
+                table[int(entry)] = info
+    return table
+
+
+def _kit_processes(table: Dict[int, ProcessInfo]) -> List[LeftoverProcess]:
     root_ns = root_netns()
     found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        pid = int(entry)
-        info = _process(pid)
-        if info is None:
-            continue
-        comm, argv, ticks = info
-        name = kit_process_name(comm, argv)
+    for pid, info in table.items():
+        name = kit_process_name(info.comm, info.argv)
         if name is None:
             continue
         if name in KIT_TOOLS:
             netns = _netns_of(pid)
             if netns is None or netns == root_ns:
                 continue  # on the machine itself (or not ours to inspect): not the kit's
-        found.append(LeftoverProcess(pid, name, " ".join(argv), ticks))
-    return found + _orphaned_vms()
+        found.append(LeftoverProcess(pid, name, " ".join(info.argv), info.start_ticks))
+    return found
 
 
-def _orphaned_vms() -> List[LeftoverProcess]:
-    return [LeftoverProcess(pid, "vm", " ".join(argv), ticks)
-            for pid, argv, ticks in vm_leftovers.orphaned_vm_processes()]
-
-
-def _process(pid: int) -> Optional[Tuple[str, List[str], int]]:
-    """(comm, argv, start ticks) of a live process, None if gone, a zombie or a kernel
-    thread."""
+def _process(pid: int) -> Optional[ProcessInfo]:
+    """A live process, None if gone, a zombie or a kernel thread."""
     try:
         with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
             stat = handle.read()
@@ -203,7 +217,7 @@ def _process(pid: int) -> Optional[Tuple[str, List[str], int]]:
         return None
     comm = head.partition("(")[2]
     argv = [a.decode("utf-8", "replace") for a in raw.rstrip(b"\0").split(b"\0")]
-    return comm, argv, int(fields[19])
+    return ProcessInfo(comm, argv, int(fields[3]), int(fields[19]))
 
 
 def _netns_of(pid: int) -> Optional[str]:
@@ -311,7 +325,7 @@ def _remove_link(name: str, failed: List[str]) -> bool:
 
 def _alive(proc: LeftoverProcess) -> bool:
     info = _process(proc.pid)
-    return info is not None and info[2] == proc.start_ticks
+    return info is not None and info.start_ticks == proc.start_ticks
 
 
 def _signal_all(procs: List[LeftoverProcess], sig: int) -> None:

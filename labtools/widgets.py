@@ -27,14 +27,15 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional
 import ipywidgets as w
 
 from labtools.errors import LabtoolsError
+from labtools.probes import MIN_RTT_PING_INTERVAL_S
 from labtools.topology import SWITCH, Topology
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
     from matplotlib.axes import Axes
 
-#: seconds between pings: a dense train, as probes.MIN_RTT_PING_INTERVAL_S explains
-PING_INTERVAL_S = 0.05
+#: seconds between pings: the kit's dense train for a minimum RTT (see labtools.probes)
+PING_INTERVAL_S = MIN_RTT_PING_INTERVAL_S
 STARTUP_S = 2.0  #: a run's overhead beyond its duration (servers, parsing), for the progress bar
 ERROR_STYLE = "color:#b00020"
 VERDICT_STYLE = {"ok": "color:#1a7f37", "suspicious": "color:#b35900", "invalid": "color:#b00020"}
