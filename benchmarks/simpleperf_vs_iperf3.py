@@ -77,7 +77,7 @@ def commands(tool: str, host: str, port: int, seconds: float) -> Dict[str, List[
     if tool == "iperf3":
         return {"server": ["iperf3", "-s", "-1", "-B", host, "-p", str(port)],
                 "client": ["iperf3", "-c", host, "-p", str(port), "-t", f"{seconds:g}", "-J"]}
-    sp = [sys.executable, "-m", "labtools.simpleperf"]
+    sp = [sys.executable, "-m", "labtools.tools.simpleperf"]
     return {"server": sp + ["-s", "-b", host, "-p", str(port), "--json"],
             "client": sp + ["-c", "-I", host, "-p", str(port), "-t", f"{seconds:g}", "--json"]}
 

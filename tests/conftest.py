@@ -17,7 +17,7 @@ FIXTURES = ROOT / "tests" / "fixtures"
 @pytest.fixture(scope="session")
 def portfolio():
     """The reference topology."""
-    from labtools.catalog import load_topology
+    from labtools.model.catalog import load_topology
 
     return load_topology("portfolio")
 

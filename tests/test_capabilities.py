@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from labtools import capabilities as caps
+from labtools.system import capabilities as caps
 from labtools.commands import doctor_cmd
 from labtools.errors import ParseError
 

@@ -21,8 +21,9 @@ from typing import Dict
 
 import pytest
 
-from labtools import cleanup, vm_leftovers
-from labtools.cleanup import (INTERFACE_RE, LeftoverProcess, Leftovers, find_leftovers,
+from labtools.system import cleanup
+from labtools.system import vm_leftovers
+from labtools.system.cleanup import (INTERFACE_RE, LeftoverProcess, Leftovers, find_leftovers,
                               guard_signals, kit_process_name, remove, run_mn_clean)
 from labtools.cli import main
 
@@ -33,7 +34,7 @@ from labtools.cli import main
     ("iperf3", ["iperf3", "-s", "-1", "-p", "5201"], "iperf3"),
     ("iperf", ["/usr/bin/iperf", "-s", "-u"], "iperf"),
     ("ping", ["ping", "-c", "10", "10.0.0.4"], "ping"),
-    ("python3", ["/work/.venv/bin/python3", "-m", "labtools.simpleperf", "-s"], "simpleperf"),
+    ("python3", ["/work/.venv/bin/python3", "-m", "labtools.tools.simpleperf", "-s"], "simpleperf"),
     ("simpleperf", ["/work/.venv/bin/python3", "/work/.venv/bin/simpleperf", "-s"],
      "simpleperf"),
     ("mnexec", ["mnexec", "-cdn", "bash"], "mnexec"),
@@ -41,7 +42,7 @@ from labtools.cli import main
     ("grep", ["grep", "mininet:h1"], None),
     ("pgrep", ["pgrep", "-f", "iperf3"], None),
     ("sleep", ["sleep", "300"], None),
-    ("python3", ["python3", "-c", "print('labtools.simpleperf')"], None),
+    ("python3", ["python3", "-c", "print('labtools.tools.simpleperf')"], None),
 ])
 def test_kit_process_name(comm, argv, name):
     assert kit_process_name(comm, argv) == name

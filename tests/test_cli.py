@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from labtools import expect
-from labtools.catalog import load_topology
+from labtools.model import expect
+from labtools.model.catalog import load_topology
 from tests.conftest import FIXTURES, run_cli
 
 
@@ -44,9 +44,9 @@ def test_expect_flows_json():
 
 
 def test_expect_overview_covers_the_five_cases(portfolio):
-    from labtools.cases import derive_plan
-    from labtools.catalog import load_cases
-    from labtools.fairness import max_min_shares, parse_flows
+    from labtools.lab.cases import derive_plan
+    from labtools.model.catalog import load_cases
+    from labtools.model.fairness import max_min_shares, parse_flows
 
     proc = run_cli(["expect", "portfolio", "--json"])
     assert proc.returncode == 0, proc.stderr
@@ -121,8 +121,8 @@ def test_parse_simpleperf_with_verdicts():
 def test_derived_plans_share_a_bottleneck_between_disjoint_pairs(spec):
     """Without CASES in the topology file, mux uses flows with no host in common, and
     more than one of them wherever the topology has two disjoint host pairs."""
-    from labtools.cases import derive_plan
-    from labtools.fairness import parse_flows
+    from labtools.lab.cases import derive_plan
+    from labtools.model.fairness import parse_flows
 
     topo = load_topology(spec)
     plan = derive_plan(topo)

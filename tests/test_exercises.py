@@ -1,5 +1,5 @@
 """Compute it first: answers are graded against the kit's calculator, and common mistakes
-get their own explanation. Expected values come from labtools.expect / labtools.fairness;
+get their own explanation. Expected values come from labtools.model.expect / labtools.model.fairness;
 the only literal numbers are the reference topology's link parameters (the BRIEF's physics)."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ import math
 
 import pytest
 
-from labtools import expect
+from labtools.model import expect
 from labtools.errors import InputError, UnknownNodeError
-from labtools.exercises import (
+from labtools.judge.exercises import (
     GRADE_COLUMNS, QUESTIONS, REL_TOL, check, grade, parse_question_id, question_text,
 )
-from labtools.fairness import max_min_shares, parse_flows
+from labtools.model.fairness import max_min_shares, parse_flows
 
 PAIRS = [("h1", "h4"), ("h1", "h9"), ("h7", "h9"), ("r1", "r2")]
 PAIR_QUESTIONS = ["rtt_ms", "bottleneck_mbps", "tcp_goodput_ceiling_mbps", "bdp_bytes"]

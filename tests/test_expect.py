@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from labtools import expect
-from labtools.catalog import load_topology
+from labtools.model import expect
+from labtools.model.catalog import load_topology
 from labtools.errors import InputError, NoRouteError, UnknownNodeError
-from labtools.routing import compute_routing
+from labtools.model.routing import compute_routing
 
 LINKS = [("r1", "r2", 20, 40, "L1"), ("r2", "r3", 40, 30, "L2"), ("r3", "r4", 20, 20, "L3")]
 PATHS = [("h1", "h4", 60, 30, "L2"), ("h1", "h9", 80, 20, "L3"), ("h7", "h9", 60, 20, "L3")]
@@ -93,7 +93,7 @@ def test_routes_feed_the_same_paths(portfolio):
 
 
 def test_equal_paths_break_ties_by_name():
-    from labtools.topology import HOST, ROUTER, Link, Node, Topology
+    from labtools.model.topology import HOST, ROUTER, Link, Node, Topology
 
     nodes = (Node("h1", HOST), Node("h2", HOST), Node("ra", ROUTER), Node("rc", ROUTER),
              Node("rb", ROUTER), Node("rd", ROUTER))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from labtools.errors import InputError, UnknownNodeError
-from labtools.fairness import Flow, jain_index, max_min_shares, parse_flows
+from labtools.model.fairness import Flow, jain_index, max_min_shares, parse_flows
 
 
 @pytest.mark.parametrize("spec, shares, limits", [

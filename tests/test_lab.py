@@ -7,9 +7,9 @@ import socket
 
 import pytest
 
-from labtools import probes
+from labtools.lab import probes
 from labtools.errors import EnvironmentProblem, InputError, NoRouteError, UnknownNodeError
-from labtools.lab import LabSession, listening
+from labtools.lab.session import LabSession, listening
 
 
 def test_bad_input_is_refused_before_anything_runs():

@@ -12,12 +12,13 @@ import time
 
 import pytest
 
-from labtools import expect, probes
+from labtools.model import expect
+from labtools.lab import probes
 from labtools.errors import LabtoolsError, ProbeTimeout, ToolError
-from labtools.fairness import parse_flows
-from labtools.lab import LabSession, wait_output
-from labtools.toolargs import iperf3_client_args, iperf3_server_args
-from labtools.verdicts import verdicts_for
+from labtools.model.fairness import parse_flows
+from labtools.lab.session import LabSession, wait_output
+from labtools.tools.args import iperf3_client_args, iperf3_server_args
+from labtools.judge.verdicts import verdicts_for
 
 pytestmark = pytest.mark.network
 
@@ -26,7 +27,7 @@ PATHS = [("h1", "h4"), ("h1", "h9"), ("h7", "h9")]
 
 
 def _leftovers() -> int:
-    from labtools.cleanup import find_leftovers
+    from labtools.system.cleanup import find_leftovers
 
     return find_leftovers().count()
 
@@ -85,7 +86,7 @@ def test_killed_server_gives_a_clear_error_in_time(lab):
         started = time.monotonic()
         with pytest.raises(LabtoolsError) as err:
             out = wait_output(client, argv, "h1", timeout_s=20)
-            from labtools.parsers import parse
+            from labtools.tools.parsers import parse
 
             probes._iperf3_ok(parse("iperf3", out))
     assert time.monotonic() - started < 20

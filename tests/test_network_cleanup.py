@@ -13,14 +13,14 @@ import textwrap
 
 import pytest
 
-from labtools.lab import LabSession
-from labtools.toolargs import iperf3_server_args
+from labtools.lab.session import LabSession
+from labtools.tools.args import iperf3_server_args
 
 pytestmark = pytest.mark.network
 
 
 def _leftovers() -> int:
-    from labtools.cleanup import find_leftovers
+    from labtools.system.cleanup import find_leftovers
 
     return find_leftovers().count()
 
@@ -38,7 +38,7 @@ def test_sigterm_leaves_nothing_behind(tmp_path):
     before = _leftovers()
     script = textwrap.dedent(f"""
         import os, signal, time
-        from labtools.lab import LabSession
+        from labtools.lab.session import LabSession
         with LabSession("dumbbell", results={str(tmp_path / 'r.sqlite')!r}) as lab:
             with lab.server("b1", ["iperf3", "-s", "-p", "5402"], 5402):
                 print("ready", flush=True)

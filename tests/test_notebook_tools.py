@@ -5,7 +5,7 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from labtools import notebooks
+from labtools.teach import notebooks
 from labtools.errors import InputError
 
 

@@ -21,7 +21,7 @@ from typing import Any, Dict, List
 import nbformat
 import pytest
 
-from labtools import notebooks
+from labtools.teach import notebooks
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
@@ -146,7 +146,7 @@ def test_one_widget_cell_per_notebook(solution):
 
 
 def _leftovers() -> int:
-    from labtools.cleanup import find_leftovers
+    from labtools.system.cleanup import find_leftovers
 
     return find_leftovers().count()
 
@@ -154,7 +154,7 @@ def _leftovers() -> int:
 @pytest.mark.network
 @pytest.mark.parametrize("name", NAMES, ids=[n[:2] for n in NAMES])
 def test_solution_runs_top_to_bottom_on_a_real_network(name, tmp_path, monkeypatch):
-    from labtools.store import ResultStore
+    from labtools.results.store import ResultStore
 
     monkeypatch.setenv("LABTOOLS_QUICK", "1")
     monkeypatch.setenv("MPLBACKEND", "agg")

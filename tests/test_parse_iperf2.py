@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from labtools.errors import ParseError
-from labtools.parsers import iperf2
+from labtools.tools.parsers import iperf2
 
 DIR = Path(__file__).resolve().parent / "fixtures" / "iperf2"
 ALL = sorted(p.name[: -len(".txt")] for p in DIR.glob("*.txt"))

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from labtools.errors import ParseError
-from labtools.parsers import iperf3
+from labtools.tools.parsers import iperf3
 
 DIR = Path(__file__).resolve().parent / "fixtures" / "iperf3"
 ALL = sorted(p.stem for p in DIR.glob("*.json"))

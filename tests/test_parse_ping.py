@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from labtools.errors import ParseError
-from labtools.parsers import ping
+from labtools.tools.parsers import ping
 
 DIR = Path(__file__).resolve().parent / "fixtures" / "ping"
 REPLY = re.compile(r"icmp_seq=(\d+) ttl=\d+ time=([\d.]+) ms")

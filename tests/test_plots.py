@@ -20,15 +20,16 @@ import pytest  # noqa: E402
 from matplotlib.collections import PathCollection  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
-from labtools import expect, plots  # noqa: E402
-from labtools.capacity import CAPACITY_COLUMNS, SearchSettings, is_saturated  # noqa: E402
+from labtools.teach import plots  # noqa: E402
+from labtools.model import expect
+from labtools.lab.capacity import CAPACITY_COLUMNS, SearchSettings, is_saturated  # noqa: E402
 from labtools.errors import InputError  # noqa: E402
-from labtools.fairness import Flow  # noqa: E402
-from labtools.lab import Measurement  # noqa: E402
-from labtools.parsers import parse  # noqa: E402
-from labtools.probes import shares_table  # noqa: E402
-from labtools.topology import ROUTER, Link, Node, Topology  # noqa: E402
-from labtools.verdicts import flag_rtt_outliers, verdicts_for  # noqa: E402
+from labtools.model.fairness import Flow  # noqa: E402
+from labtools.lab.session import Measurement  # noqa: E402
+from labtools.tools.parsers import parse  # noqa: E402
+from labtools.lab.probes import shares_table  # noqa: E402
+from labtools.model.topology import ROUTER, Link, Node, Topology  # noqa: E402
+from labtools.judge.verdicts import flag_rtt_outliers, verdicts_for  # noqa: E402
 
 from tests.conftest import FIXTURES  # noqa: E402
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from labtools.errors import ParseError
-from labtools.parsers import parse as parse_tool
-from labtools.parsers.simpleperf import COLUMNS, parse
+from labtools.tools.parsers import parse as parse_tool
+from labtools.tools.parsers.simpleperf import COLUMNS, parse
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "simpleperf"
 
@@ -45,7 +45,7 @@ def test_timed_run_with_intervals_and_two_connections() -> None:
 
 def test_registered_for_labtools_parse() -> None:
     for other in ("iperf2", "iperf3", "ping"):  # the registry imports every parser
-        pytest.importorskip(f"labtools.parsers.{other}")
+        pytest.importorskip(f"labtools.tools.parsers.{other}")
     text = fixture("client_n10MB_P3.jsonl")
     assert parse_tool("simpleperf", text).summary == parse(text).summary
 

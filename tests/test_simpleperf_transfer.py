@@ -1,6 +1,6 @@
 """simpleperf end to end: real server and client processes over real loopback sockets.
 
-Each test starts ``python -m labtools.simpleperf`` in subprocesses on 127.0.0.1 with a
+Each test starts ``python -m labtools.tools.simpleperf`` in subprocesses on 127.0.0.1 with a
 free ephemeral port; transfers are short (at most about 2 s).
 """
 
@@ -20,7 +20,7 @@ from typing import Dict, Iterator, List, Optional
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-TOOL = [sys.executable, "-m", "labtools.simpleperf"]
+TOOL = [sys.executable, "-m", "labtools.tools.simpleperf"]
 
 
 def free_port() -> int:

@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
-from labtools import simpleperf
+from labtools.tools import simpleperf
 from labtools.errors import InputError
-from labtools.simpleperf import protocol
-from labtools.simpleperf.options import parse_amount, parse_options
-from labtools.simpleperf.report import Reporter, format_bytes, mbps
+from labtools.tools.simpleperf import protocol
+from labtools.tools.simpleperf.options import parse_amount, parse_options
+from labtools.tools.simpleperf.report import Reporter, format_bytes, mbps
 
 
 @pytest.mark.parametrize("text, nbytes", [
@@ -104,7 +104,7 @@ def test_reporter_json_mode_prints_one_object_per_line() -> None:
 def test_argument_lists_are_validated_and_runnable() -> None:
     argv = simpleperf.client_argv("10.0.0.4", port=5001, amount="10MB", parallel=2,
                                   python="python3")
-    assert argv == ["python3", "-m", "labtools.simpleperf", "-c", "-I", "10.0.0.4", "-p",
+    assert argv == ["python3", "-m", "labtools.tools.simpleperf", "-c", "-I", "10.0.0.4", "-p",
                     "5001", "-i", "1", "-P", "2", "-n", "10MB", "--json"]
     assert simpleperf.server_argv(5001)[-5:] == ["-b", "0.0.0.0", "-p", "5001", "--json"]
     with pytest.raises(InputError):
@@ -114,7 +114,7 @@ def test_argument_lists_are_validated_and_runnable() -> None:
 
 
 def test_importing_the_package_is_cheap() -> None:
-    code = ("import sys, labtools.simpleperf; "
+    code = ("import sys, labtools.tools.simpleperf; "
             "print(sorted(m for m in ('pandas', 'socket', 'mininet') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, check=True)

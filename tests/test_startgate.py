@@ -9,7 +9,7 @@ import time
 import pytest
 
 from labtools.errors import ToolError
-from labtools.startgate import StartGate
+from labtools.lab.startgate import StartGate
 
 #: prints the moment it runs (seconds, monotonic clock of this machine)
 STAMP = [sys.executable, "-c", "import time; print(time.monotonic())"]

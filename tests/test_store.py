@@ -19,7 +19,7 @@ import pytest
 
 from conftest import FIXTURES, ROOT, run_cli
 from labtools.errors import InputError, LabtoolsError, StoreError
-from labtools.store import SCHEMA_VERSION, ResultStore, RunRecord, environment_metadata
+from labtools.results.store import SCHEMA_VERSION, ResultStore, RunRecord, environment_metadata
 
 SP_FIXTURES = sorted((FIXTURES / "simpleperf").glob("*.jsonl"))
 #: parser module -> (tool name, fixture folder, fixture pattern)
@@ -31,7 +31,7 @@ OTHER_PARSERS = {
 
 
 def _parse_simpleperf(path: Path):
-    from labtools.parsers.simpleperf import parse
+    from labtools.tools.parsers.simpleperf import parse
 
     return parse(path.read_text())
 
@@ -72,9 +72,9 @@ def test_other_parsers_round_trip(store, module):
     tool, folder, pattern = OTHER_PARSERS[module]
     files = sorted((FIXTURES / folder).glob(pattern))
     try:
-        parser = importlib.import_module(f"labtools.parsers.{module}")
+        parser = importlib.import_module(f"labtools.tools.parsers.{module}")
     except ModuleNotFoundError:
-        pytest.skip(f"no parser labtools.parsers.{module} yet")
+        pytest.skip(f"no parser labtools.tools.parsers.{module} yet")
     if not files:
         pytest.skip(f"no {tool} fixtures in tests/fixtures/{folder}")
     for path in files:
@@ -226,8 +226,8 @@ def test_results_command(store, tmp_path):
 # --- crash safety, for real ---------------------------------------------------------
 _CHILD = textwrap.dedent("""
     import sys, time
-    import labtools.store as st
-    from labtools.parsers.simpleperf import parse
+    import labtools.results.store as st
+    from labtools.tools.parsers.simpleperf import parse
 
     db, mode, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
     parsed = parse(open(sys.argv[4]).read())

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from labtools.catalog import available, from_dict, load_topology, split_spec, to_dict
+from labtools.model.catalog import available, from_dict, load_topology, split_spec, to_dict
 from labtools.errors import NoRouteError, TopologyError, UnknownNodeError
-from labtools.topology import HOST, ROUTER, SWITCH, Link, Node, Topology, mininet_link_params
+from labtools.model.topology import HOST, ROUTER, SWITCH, Link, Node, Topology, mininet_link_params
 
 
 def test_portfolio_matches_the_brief(portfolio):

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from labtools import expect, verdicts
-from labtools.catalog import load_topology
+from labtools.model import expect
+from labtools.judge import verdicts
+from labtools.model.catalog import load_topology
 from labtools.errors import InputError
-from labtools.parsers import parse
+from labtools.tools.parsers import parse
 from tests.conftest import FIXTURES
 
 #: the capture network of tests/fixtures: HTB at 20 Mbit/s in the router (see the .meta files)

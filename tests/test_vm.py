@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from labtools import capabilities as caps
-from labtools import vm
+from labtools.system import capabilities as caps
+from labtools.system import vm
 from labtools.commands import vm_cmd
 from labtools.errors import InputError, VMError
 

@@ -1,9 +1,9 @@
 """Notebook widgets: UI wiring of the measurement panel, and the answer box.
 
 The panel tests are unit tests of the UI wiring: they inject a stub runner in place of
-the real measurements (the real runners are thin calls into labtools.probes and
-labtools.verdicts, measured by the network tests). The stub's data is real captured
-output (tests/fixtures/ping). The answer box calls the real labtools.exercises.check.
+the real measurements (the real runners are thin calls into labtools.lab.probes and
+labtools.judge.verdicts, measured by the network tests). The stub's data is real captured
+output (tests/fixtures/ping). The answer box calls the real labtools.judge.exercises.check.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ matplotlib.use("Agg")
 
 import pytest  # noqa: E402
 
-from labtools import expect  # noqa: E402
+from labtools.model import expect  # noqa: E402
 from labtools.errors import ProbeTimeout  # noqa: E402
-from labtools.parsers import parse  # noqa: E402
-from labtools.verdicts import verdicts_for  # noqa: E402
-from labtools.widgets import (  # noqa: E402
+from labtools.tools.parsers import parse  # noqa: E402
+from labtools.judge.verdicts import verdicts_for  # noqa: E402
+from labtools.teach.widgets import (  # noqa: E402
     RUNNERS, AnswerBox, MeasurementPanel, RunResult, RunSettings, verdicts_html,
 )
 from tests.conftest import FIXTURES  # noqa: E402
@@ -40,7 +40,7 @@ def panel(portfolio):
 
 def ping_result(topo, src, dst):
     """A RunResult built from a real ping capture, the way run_ping builds one."""
-    from labtools import plots
+    from labtools.teach import plots
 
     run = parse("ping", (FIXTURES / "ping" / "partial_loss.txt").read_text())
     return RunResult(verdicts_for(run, topo, src, dst),
@@ -182,7 +182,7 @@ def test_answer_box_label(portfolio):
 # --- the real runners, on a real network -------------------------------------------------
 @pytest.fixture(scope="module")
 def real_lab(tmp_path_factory):
-    from labtools.lab import LabSession
+    from labtools.lab.session import LabSession
 
     db = tmp_path_factory.mktemp("results") / "lab.sqlite"
     with LabSession("portfolio", results=db, case="test") as lab:

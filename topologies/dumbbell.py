@@ -29,7 +29,7 @@ except ImportError:  # plain `mn --custom` outside the kit's venv: use this chec
     sys.path.insert(0, str(_here.resolve().parent.parent))
 
 from labtools.errors import TopologyError
-from labtools.topology import HOST, SWITCH, Link, Node, Topology
+from labtools.model.topology import HOST, SWITCH, Link, Node, Topology
 
 
 def topology(bw_mbps: float = 10, delay_ms: float = 10, pairs: int = 2,
@@ -49,7 +49,7 @@ def topology(bw_mbps: float = 10, delay_ms: float = 10, pairs: int = 2,
 
 def _mininet_topo(*args: object, switch: str = "lxbr", **kwargs: object) -> object:
     """The Mininet Topo (``switch=ovs`` for Open vSwitch bridges)."""
-    from labtools.network import to_mininet_topo
+    from labtools.lab.network import to_mininet_topo
 
     return to_mininet_topo(topology(*args, **kwargs), switch=switch)  # type: ignore[arg-type]
 

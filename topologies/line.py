@@ -23,7 +23,7 @@ except ImportError:  # plain `mn --custom` outside the kit's venv: use this chec
     sys.path.insert(0, str(_here.resolve().parent.parent))
 
 from labtools.errors import TopologyError
-from labtools.topology import HOST, ROUTER, Link, Node, Topology
+from labtools.model.topology import HOST, ROUTER, Link, Node, Topology
 
 
 def topology(n: int = 7, bw_mbps: float = 10, delay_ms: float = 1,
@@ -43,7 +43,7 @@ def topology(n: int = 7, bw_mbps: float = 10, delay_ms: float = 1,
 
 def _mininet_topo(*args: object, switch: str = "lxbr", **kwargs: object) -> object:
     """The Mininet Topo (``switch=ovs`` for Open vSwitch bridges)."""
-    from labtools.network import to_mininet_topo
+    from labtools.lab.network import to_mininet_topo
 
     return to_mininet_topo(topology(*args, **kwargs), switch=switch)  # type: ignore[arg-type]
 

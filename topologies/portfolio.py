@@ -26,7 +26,7 @@ except ImportError:  # plain `mn --custom` outside the kit's venv: use this chec
     _here = Path(inspect.currentframe().f_code.co_filename)  # type: ignore[union-attr]
     sys.path.insert(0, str(_here.resolve().parent.parent))
 
-from labtools.topology import HOST, ROUTER, SWITCH, Link, Node, Topology
+from labtools.model.topology import HOST, ROUTER, SWITCH, Link, Node, Topology
 
 
 def topology() -> Topology:
@@ -66,7 +66,7 @@ def topology() -> Topology:
 
 def _mininet_topo(*args: object, switch: str = "lxbr", **kwargs: object) -> object:
     """The Mininet Topo (``switch=ovs`` for Open vSwitch bridges)."""
-    from labtools.network import to_mininet_topo
+    from labtools.lab.network import to_mininet_topo
 
     return to_mininet_topo(topology(*args, **kwargs), switch=switch)  # type: ignore[arg-type]
 

@@ -39,7 +39,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Clean (or show); return 0, or 1 when something could not be removed."""
-    from labtools.cleanup import clean
+    from labtools.system.cleanup import clean
 
     result = clean(dry_run=args.dry_run, mininet=not args.no_mn)
     if args.json:

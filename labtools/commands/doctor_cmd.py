@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Tuple
 
-from labtools import capabilities as caps
+from labtools.system import capabilities as caps
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def _netem_check() -> Check:
 
 
 def _kvm_check(recheck: bool) -> Check:
-    from labtools.vm import in_vm
+    from labtools.system.vm import in_vm
 
     if in_vm():
         return Check("KVM", True, "not needed inside the VM runner's guest", "", required=False)
@@ -103,7 +103,7 @@ def _kvm_check(recheck: bool) -> Check:
 
 
 def _vm_runner_check() -> Check:
-    from labtools.vm import in_vm
+    from labtools.system.vm import in_vm
 
     if in_vm():
         return Check("VM runner", True, "running inside the VM runner's guest", "",

@@ -40,7 +40,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the expected values; return 0."""
-    from labtools.catalog import load_topology
+    from labtools.model.catalog import load_topology
 
     if args.flows and (args.src or args.dst):
         raise InputError("give either SRC DST or --flows, not both")
@@ -61,9 +61,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _overview(topo: Any, spec: str) -> Dict[str, Any]:
     """Expected values for every pair and flow set the five test cases use."""
-    from labtools.catalog import load_cases
-    from labtools.cases import derive_plan
-    from labtools.expect import expect_pair
+    from labtools.model.catalog import load_cases
+    from labtools.lab.cases import derive_plan
+    from labtools.model.expect import expect_pair
 
     plan = derive_plan(topo, load_cases(spec))
     return {
@@ -94,7 +94,7 @@ def _overview_text(result: Dict[str, Any]) -> str:
 
 
 def _pair(topo: Any, args: argparse.Namespace) -> Dict[str, Any]:
-    from labtools.expect import expect_pair, rtt_ms
+    from labtools.model.expect import expect_pair, rtt_ms
 
     result = expect_pair(topo, args.src, args.dst)
     if args.frame_bytes is not None:
@@ -103,7 +103,7 @@ def _pair(topo: Any, args: argparse.Namespace) -> Dict[str, Any]:
 
 
 def _flows(topo: Any, spec: str) -> Dict[str, Any]:
-    from labtools.fairness import max_min_shares, parse_flows
+    from labtools.model.fairness import max_min_shares, parse_flows
 
     shares = max_min_shares(topo, parse_flows(spec))
     return {"topology": topo.name, "flows": [s.as_dict() for s in shares]}

@@ -32,7 +32,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Do the action; 0 when all is well."""
-    from labtools import notebooks
+    from labtools.teach import notebooks
 
     if args.action == "build":
         changed = notebooks.build(args.solutions, args.students)
@@ -51,9 +51,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _execute(args: argparse.Namespace) -> int:
-    from labtools import notebooks
-    from labtools.capabilities import native_network_ok
-    from labtools.vm import in_vm, run_in_vm
+    from labtools.teach import notebooks
+    from labtools.system.capabilities import native_network_ok
+    from labtools.system.vm import in_vm, run_in_vm
 
     files = [Path(f) for f in args.files] or [
         args.solutions / n for n in notebooks.notebook_names(args.solutions)]

@@ -45,7 +45,7 @@ def _read(path: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Parse, print, return 0."""
-    from labtools.parsers import parse
+    from labtools.tools.parsers import parse
 
     judged = [args.topology, args.src, args.dst]
     if any(judged) and not all(judged):
@@ -53,8 +53,8 @@ def run(args: argparse.Namespace) -> int:
     parsed = parse(args.tool, _read(args.file))
     result: Dict[str, Any] = {"tool": args.tool, "summary": parsed.summary}
     if args.topology:
-        from labtools.catalog import load_topology
-        from labtools.verdicts import verdicts_for
+        from labtools.model.catalog import load_topology
+        from labtools.judge.verdicts import verdicts_for
 
         topo = load_topology(args.topology)
         table = verdicts_for(parsed, topo, args.src, args.dst)

@@ -44,7 +44,7 @@ def headline(summary: Dict[str, Any]) -> Tuple[Optional[float], str]:
 
 def run(args: argparse.Namespace) -> int:
     """List or export; return 0."""
-    from labtools.store import ResultStore
+    from labtools.results.store import ResultStore
 
     store = ResultStore(args.db, create=False)
     filters = {k: v for k, v in (("case", args.case), ("tool", args.tool)) if v}

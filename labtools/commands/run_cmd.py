@@ -41,12 +41,12 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the case(s) here, or in the VM when this kernel cannot."""
-    from labtools.capabilities import native_network_ok
-    from labtools.catalog import load_cases, load_topology
-    from labtools.cases import CASE_NAMES, derive_plan
-    from labtools.store import ResultStore
-    from labtools.toolargs import check_duration, check_rate
-    from labtools.vm import in_vm, run_in_vm
+    from labtools.system.capabilities import native_network_ok
+    from labtools.model.catalog import load_cases, load_topology
+    from labtools.lab.cases import CASE_NAMES, derive_plan
+    from labtools.results.store import ResultStore
+    from labtools.tools.args import check_duration, check_rate
+    from labtools.system.vm import in_vm, run_in_vm
 
     check_duration(args.duration)
     if args.rate is not None:
@@ -63,8 +63,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_here(args: argparse.Namespace, topo: Any, plan: Any, names: List[str]) -> int:
-    from labtools.cases import run_case
-    from labtools.lab import LabSession
+    from labtools.lab.cases import run_case
+    from labtools.lab.session import LabSession
 
     def say(text: str) -> None:
         print(text, file=sys.stderr, flush=True)

@@ -50,13 +50,13 @@ def _kvm_choice(args: argparse.Namespace) -> Optional[bool]:
 
 def run(args: argparse.Namespace) -> int:
     """Run the command in the VM (or natively with ``--if-needed``); its exit status."""
-    from labtools import vm
+    from labtools.system import vm
 
     command = strip_separator(list(args.cmd))
     if not command:
         raise InputError("no command given: labtools vm -- CMD [ARGS...]")
     if args.if_needed:
-        from labtools.capabilities import native_network_ok
+        from labtools.system.capabilities import native_network_ok
 
         if vm.in_vm() or native_network_ok():
             print("labtools vm: this machine runs real networks natively; running the "

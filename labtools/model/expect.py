@@ -1,0 +1,169 @@
+"""Expected values: what a student should measure, computed from the topology alone.
+
+Pure Python: no root, no Mininet, no pandas. Units are in the names: ``_ms`` milliseconds,
+``_mbps`` Mbit/s (10^6 bit/s), ``_bytes`` bytes.
+
+Physics used (see the kit's README):
+
+- A link with ``delay_ms = d`` delays each direction by ``d``: it adds ``2d`` to an RTT.
+- Rate limits act on Ethernet frames (HTB counts the 14-byte Ethernet header). A full TCP
+  segment carries 1448 payload bytes (with timestamps) in a 1514-byte frame, so TCP goodput
+  is at most 1448/1514 = 95.6 % of the rate; an iperf UDP datagram of 1470 bytes travels in a
+  1512-byte frame (97.2 %).
+- The window that fills a path is its bandwidth-delay product: rate x RTT.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Tuple
+
+from labtools.errors import InputError
+from labtools.model.routing import Hop, compute_routing, find_route_hops
+from labtools.model.topology import Link, Topology
+
+ETH_HEADER_BYTES = 14
+IPV4_HEADER_BYTES = 20
+TCP_HEADER_BYTES = 32  #: 20 bytes + 12 bytes of timestamp option (Linux default)
+UDP_HEADER_BYTES = 8
+ICMP_HEADER_BYTES = 8
+MTU_BYTES = 1500
+TCP_MSS_BYTES = MTU_BYTES - IPV4_HEADER_BYTES - TCP_HEADER_BYTES  #: 1448
+TCP_FRAME_BYTES = MTU_BYTES + ETH_HEADER_BYTES  #: 1514
+IPERF_UDP_PAYLOAD_BYTES = 1470
+
+
+@dataclass(frozen=True)
+class PathInfo:
+    """The route between two nodes and what it implies."""
+
+    src: str
+    dst: str
+    dst_ip: str  #: the address ``src`` talks to
+    nodes: Tuple[str, ...]  #: every node on the way, switches included
+    links: Tuple[Link, ...]  #: forward links in travel order
+    reverse_links: Tuple[Link, ...]  #: links the replies take
+
+    @property
+    def link_labels(self) -> List[str]:
+        """Labels of the forward links (``L1``... or ``a-b``)."""
+        return [link.label for link in self.links]
+
+
+def _flatten(hops: List[Hop]) -> Tuple[Tuple[str, ...], Tuple[Link, ...]]:
+    nodes: List[str] = []
+    links: List[Link] = []
+    for hop in hops:
+        nodes.extend(hop.nodes if not nodes else hop.nodes[1:])
+        links.extend(hop.links)
+    return tuple(nodes), tuple(links)
+
+
+def path(topo: Topology, src: str, dst: str) -> PathInfo:
+    """The route from ``src`` to ``dst`` and the route the replies take back."""
+    routing = compute_routing(topo)
+    hops = find_route_hops(topo, src, dst)  # checks the names first
+    target = routing.target(src, dst)
+    nodes, links = _flatten(hops)
+    source = routing.addressing.on_segment(src, hops[0].segment)
+    back = routing.hops(dst, source) if source is not None else []
+    _, reverse_links = _flatten(back)
+    return PathInfo(src, dst, target.ip, nodes, links, reverse_links)
+
+
+def ping_frame_bytes(payload_bytes: int = 56) -> int:
+    """Ethernet frame size of an ICMP echo with ``payload_bytes`` (ping's ``-s``)."""
+    return payload_bytes + ICMP_HEADER_BYTES + IPV4_HEADER_BYTES + ETH_HEADER_BYTES
+
+
+def transmission_ms(frame_bytes: int, bw_mbps: float) -> float:
+    """Time to put one frame of ``frame_bytes`` on a ``bw_mbps`` link, in ms."""
+    return frame_bytes * 8 / (bw_mbps * 1e6) * 1e3
+
+
+def rtt_ms(topo: Topology, src: str, dst: str, frame_bytes: Optional[int] = None) -> float:
+    """Expected round-trip time in ms: the propagation delays out and back, plus (with
+    ``frame_bytes``) the transmission time of a frame of that size on each rate-limited
+    link in both directions."""
+    info = path(topo, src, dst)
+    total = sum(link.delay_ms for link in info.links + info.reverse_links)
+    if frame_bytes is not None:
+        if frame_bytes <= 0:
+            raise InputError(f"frame size must be > 0 bytes, got {frame_bytes}")
+        total += sum(
+            transmission_ms(frame_bytes, link.bw_mbps)
+            for link in info.links + info.reverse_links
+            if link.bw_mbps is not None
+        )
+    return total
+
+
+def bottleneck(topo: Topology, src: str, dst: str) -> Tuple[Optional[float], Optional[str]]:
+    """The smallest rate on the forward path in Mbit/s and the label of the link that sets
+    it (the first one on the way when several tie); ``(None, None)`` if nothing is shaped."""
+    rated = [link for link in path(topo, src, dst).links if link.bw_mbps is not None]
+    if not rated:
+        return None, None
+    slowest = min(rated, key=lambda link: link.bw_mbps)  # min keeps the first of ties
+    return slowest.bw_mbps, slowest.label
+
+
+def tcp_goodput_ceiling_mbps(rate_mbps: float) -> float:
+    """Most TCP payload a ``rate_mbps`` link can carry: 1448 bytes per 1514-byte frame."""
+    _check_rate(rate_mbps)
+    return rate_mbps * TCP_MSS_BYTES / TCP_FRAME_BYTES
+
+
+def udp_goodput_mbps(rate_mbps: float, datagram_bytes: int = IPERF_UDP_PAYLOAD_BYTES) -> float:
+    """Most UDP payload a ``rate_mbps`` link carries with datagrams of ``datagram_bytes``
+    (iperf's default 1470 travels in a 1512-byte frame)."""
+    _check_rate(rate_mbps)
+    if not 0 < datagram_bytes <= MTU_BYTES - IPV4_HEADER_BYTES - UDP_HEADER_BYTES:
+        raise InputError(f"UDP datagram size must be within 1..1472 bytes, got {datagram_bytes}")
+    frame = datagram_bytes + UDP_HEADER_BYTES + IPV4_HEADER_BYTES + ETH_HEADER_BYTES
+    return rate_mbps * datagram_bytes / frame
+
+
+def bdp_bytes(rate_mbps: float, rtt_ms_value: float) -> float:
+    """Bandwidth-delay product in bytes: the data in flight that fills the path."""
+    _check_rate(rate_mbps)
+    if rtt_ms_value < 0:
+        raise InputError(f"RTT must be >= 0 ms, got {rtt_ms_value}")
+    return rate_mbps * 1e6 * rtt_ms_value / 1e3 / 8
+
+
+def window_per_flow_bytes(rate_mbps: float, rtt_ms_value: float, flows: int) -> float:
+    """TCP window each of ``flows`` equal flows needs so that together they fill the path."""
+    if not isinstance(flows, int) or flows < 1:
+        raise InputError(f"number of flows must be an integer >= 1, got {flows!r}")
+    return bdp_bytes(rate_mbps, rtt_ms_value) / flows
+
+
+def expect_pair(topo: Topology, src: str, dst: str) -> Dict[str, Any]:
+    """Everything expected between two nodes, as the command line prints it.
+
+    Keys: ``src``, ``dst``, ``dst_ip``, ``path`` (node names), ``links`` (labels),
+    ``rtt_ms``, ``bottleneck_mbps``, ``bottleneck_link``, ``tcp_goodput_ceiling_mbps``,
+    ``udp_goodput_ceiling_mbps``, ``bdp_bytes`` (None where the path is not rate-limited).
+    """
+    info = path(topo, src, dst)
+    rtt = rtt_ms(topo, src, dst)
+    rate, label = bottleneck(topo, src, dst)
+    return {
+        "src": src,
+        "dst": dst,
+        "dst_ip": info.dst_ip,
+        "path": list(info.nodes),
+        "links": info.link_labels,
+        "rtt_ms": round(rtt, 6),
+        "bottleneck_mbps": rate,
+        "bottleneck_link": label,
+        "tcp_goodput_ceiling_mbps": None if rate is None else round(tcp_goodput_ceiling_mbps(rate), 3),
+        "udp_goodput_ceiling_mbps": None if rate is None else round(udp_goodput_mbps(rate), 3),
+        "bdp_bytes": None if rate is None else round(bdp_bytes(rate, rtt)),
+    }
+
+
+def _check_rate(rate_mbps: float) -> None:
+    if isinstance(rate_mbps, bool) or not isinstance(rate_mbps, (int, float)) or not rate_mbps > 0:
+        raise InputError(f"rate must be a number > 0 Mbit/s, got {rate_mbps!r}")

@@ -1,0 +1,138 @@
+"""Max-min fair shares of concurrent flows, and Jain's fairness index (pure Python).
+
+Every TCP connection is a flow of its own: a pair that opens two parallel connections gets
+two slots on each link it uses. Capacity is per direction (a link's rate applies to each
+direction separately), so flows that cross a link in opposite directions do not compete.
+
+Water-filling: repeatedly find the link whose remaining capacity divided by the number of
+still-growing connections on it is the smallest; freeze those connections at that share;
+subtract; repeat. Ties go to the link that comes first in the topology.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from labtools.errors import InputError
+from labtools.model.expect import path
+from labtools.model.topology import Link, Topology
+
+_FLOW_RE = re.compile(r"^([A-Za-z][A-Za-z0-9_]*):([A-Za-z][A-Za-z0-9_]*?)(?:x(\d+))?$")
+
+
+@dataclass(frozen=True)
+class Flow:
+    """A source-destination pair with ``connections`` parallel TCP connections."""
+
+    src: str
+    dst: str
+    connections: int = 1
+
+
+@dataclass(frozen=True)
+class FlowShare:
+    """A flow's max-min share in Mbit/s (all its connections together)."""
+
+    src: str
+    dst: str
+    connections: int
+    share_mbps: Optional[float]  #: None when no rate-limited link constrains it
+    per_connection_mbps: Optional[float]
+    limited_by: Optional[str]  #: label of the link that froze the flow
+
+    def as_dict(self) -> Dict[str, object]:
+        """JSON-friendly form (the command line's schema)."""
+        return {
+            "src": self.src, "dst": self.dst, "connections": self.connections,
+            "share_mbps": None if self.share_mbps is None else round(self.share_mbps, 6),
+            "per_connection_mbps": None if self.per_connection_mbps is None
+            else round(self.per_connection_mbps, 6),
+            "limited_by": self.limited_by,
+        }
+
+
+def parse_flows(spec: str) -> List[Flow]:
+    """Parse ``h1:h4x2,h2:h5`` into flows (``xN`` = N parallel connections, 1..64)."""
+    flows = []
+    for part in (p.strip() for p in spec.split(",")):
+        match = _FLOW_RE.match(part)
+        if not match:
+            raise InputError(f"bad flow {part!r}: write SRC:DST or SRC:DSTxN, e.g. h1:h4x2")
+        count = int(match.group(3) or 1)
+        if not 1 <= count <= 64:
+            raise InputError(f"flow {part!r}: parallel connections must be within 1..64")
+        flows.append(Flow(match.group(1), match.group(2), count))
+    if not flows:
+        raise InputError("no flows given")
+    return flows
+
+
+def _directed_links(topo: Topology, flow: Flow) -> List[Tuple[int, str]]:
+    """(link index, direction) of the rate-limited links the flow's data crosses."""
+    info = path(topo, flow.src, flow.dst)
+    nodes = list(info.nodes)
+    out = []
+    for link in info.links:
+        if link.bw_mbps is None:
+            continue
+        index = next(i for i, lk in enumerate(topo.links) if lk is link)
+        forward = nodes.index(link.a) < nodes.index(link.b)
+        out.append((index, "ab" if forward else "ba"))
+    return out
+
+
+def max_min_shares(topo: Topology, flows: Sequence[Flow]) -> List[FlowShare]:
+    """Max-min fair shares (at the configured link rates) for flows running together."""
+    if not flows:
+        raise InputError("no flows given")
+    usage = [_directed_links(topo, flow) for flow in flows]
+    remaining: Dict[Tuple[int, str], float] = {}
+    for used in usage:
+        for key in used:
+            remaining[key] = float(topo.links[key[0]].bw_mbps)  # type: ignore[arg-type]
+    rate: Dict[int, float] = {}
+    limiter: Dict[int, Link] = {}
+    growing = {i for i, used in enumerate(usage) if used}
+    while growing:
+        best: Optional[Tuple[float, Tuple[int, str]]] = None
+        for key in sorted(remaining):
+            slots = sum(flows[i].connections for i in growing if key in usage[i])
+            if slots:
+                fair = remaining[key] / slots
+                if best is None or fair < best[0] - 1e-12:
+                    best = (fair, key)
+        if best is None:  # pragma: no cover - every growing flow uses some link
+            break
+        fair, key = best
+        for i in sorted(growing):
+            if key in usage[i]:
+                rate[i] = fair
+                limiter[i] = topo.links[key[0]]
+                for used in usage[i]:
+                    remaining[used] -= fair * flows[i].connections
+        growing -= set(rate)
+    shares = []
+    for i, flow in enumerate(flows):
+        per = rate.get(i)
+        shares.append(FlowShare(
+            flow.src, flow.dst, flow.connections,
+            None if per is None else per * flow.connections, per,
+            limiter[i].label if i in limiter else None,
+        ))
+    return shares
+
+
+def jain_index(rates: Sequence[float]) -> float:
+    """Jain's fairness index (sum x)^2 / (n * sum x^2): 1.0 when all are equal, 1/n when
+    one flow takes everything. Rates must be >= 0 and not all zero."""
+    values = [float(r) for r in rates]
+    if not values:
+        raise InputError("Jain's index needs at least one rate")
+    if any(v < 0 or v != v for v in values):
+        raise InputError(f"rates must be numbers >= 0, got {values}")
+    squares = sum(v * v for v in values)
+    if squares == 0:
+        raise InputError("Jain's index is undefined when every rate is 0")
+    return sum(values) ** 2 / (len(values) * squares)

@@ -1,0 +1,1 @@
+"""The results store: every judged measurement saved the moment it completes."""

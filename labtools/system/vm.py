@@ -1,0 +1,358 @@
+"""The VM runner: run one command in a throwaway VM booted from a stock distribution kernel.
+
+Hosts whose kernel cannot emulate delay (no ``sch_netem``) still run real Mininet networks
+this way. The VM is started with virtme-ng (``vng``): it boots ``/boot/vmlinuz-<release>``
+under QEMU with the host's root file system shared read-only, so every installed tool and
+the kit's venv are there. Only the ``rwdirs`` (by default the kit's project folder and the
+current directory) are writable, so results and notebooks land on the host; everything else
+written in the guest is thrown away.
+
+Stages: :func:`build_vng_args` and :func:`guest_script` are pure (a :class:`VMSpec` in,
+text out); :func:`run_vng` runs and streams; :func:`run_in_vm` ties them together and
+returns the guest command's exit status, read back from a status file in a shared folder.
+
+Ports are forwarded only from ``127.0.0.1`` on the host (QEMU user networking with
+``restrict=on``: the guest reaches nothing outside the VM).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Dict, List, Optional, Sequence, Tuple
+
+from labtools.system.vm_leftovers import IN_VM_VARIABLE, VM_MARK, VM_OWNER_FILE
+from labtools.errors import InputError, VMError
+from labtools.paths import checkout_root
+
+#: kernel modules the guest loads before the command (missing ones only print a note)
+DEFAULT_MODULES: Tuple[str, ...] = ("sch_netem", "sch_htb", "openvswitch")
+#: MAC address and IPv4 address of the guest's NIC (only present when ports are forwarded)
+GUEST_MAC = "52:54:00:4c:41:42"
+GUEST_ADDR = "10.0.2.15"
+GUEST_PREFIX_LEN = 24
+#: the guest's PATH after the venv's scripts
+GUEST_PATH_TAIL = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#: host environment variables copied into the guest (besides every ``LABTOOLS_*``)
+PASSED_ENV = ("LANG", "LC_ALL", "TZ", "PYTHONUNBUFFERED")
+#: exit status the guest script uses when it cannot enter the working directory
+NO_CWD_STATUS = 125
+STATUS_FILE = "status"
+#: ``LABTOOLS_VM_IDLE_POLL=1`` (software emulation only): one guest CPU that never halts.
+#: A halted emulated CPU wakes late for each timer, and every netem delay is a timer; one
+#: awake CPU cut a 60 ms path's extra RTT from 2.2-3.7 ms to 1.1-1.4 ms, but one CPU loses
+#: UDP datagrams from 20 Mbit/s on (measured side by side; README, "Where the kernel
+#: cannot emulate"), so it is not the default. It keeps one host core busy while it runs.
+IDLE_POLL_CPUS = 1
+IDLE_POLL_KERNEL_ARGS = ("idle=poll",)
+SCRIPT_FILE = "guest.sh"
+
+
+@dataclass(frozen=True)
+class VMSpec:
+    """Everything one VM run needs. Paths are host paths (the guest sees the same paths).
+
+    Attributes:
+        command: the command and its arguments, run in ``cwd`` inside the guest.
+        kernel: the kernel image to boot.
+        vng: path of the ``vng`` executable.
+        cwd: working directory of the command.
+        rwdirs: host folders the guest may write (everything else is read-only or thrown away).
+        state_dir: a host folder shared writable, holding the guest script and status file.
+        memory: guest memory in QEMU's notation (``2G``, ``1536M``).
+        cpus: number of guest CPUs.
+        kernel_args: extra guest kernel command-line options (``idle=poll``).
+        kvm: use KVM; ``False`` means software emulation (slower boot, always works).
+        forward_ports: (host port, guest port) pairs; the host side binds 127.0.0.1 only.
+        modules: kernel modules to load before the command.
+        env: (name, value) pairs exported in the guest.
+        path_dirs: folders put in front of the guest's PATH (the venv's scripts).
+    """
+
+    command: Tuple[str, ...]
+    kernel: Path
+    vng: str
+    cwd: Path
+    rwdirs: Tuple[Path, ...]
+    state_dir: Path
+    memory: str = "2G"
+    cpus: int = 2
+    kernel_args: Tuple[str, ...] = ()
+    kvm: bool = False
+    forward_ports: Tuple[Tuple[int, int], ...] = ()
+    modules: Tuple[str, ...] = DEFAULT_MODULES
+    env: Tuple[Tuple[str, str], ...] = ()
+    path_dirs: Tuple[str, ...] = ()
+
+
+def in_vm() -> bool:
+    """True inside a guest started by the VM runner (the guest script sets a variable)."""
+    return os.environ.get(IN_VM_VARIABLE) == "1"
+
+
+def project_root() -> Optional[Path]:
+    """The kit's source folder when it is installed from a checkout (editable), else None."""
+    return checkout_root()
+
+
+def default_rwdirs(cwd: Path) -> Tuple[Path, ...]:
+    """The kit's project folder plus ``cwd`` when it lies outside it (never ``/``)."""
+    dirs: List[Path] = []
+    root = project_root()
+    if root is not None:
+        dirs.append(root)
+    if cwd != Path("/") and not any(cwd == d or d in cwd.parents for d in dirs):
+        dirs.append(cwd)
+    return tuple(dirs)
+
+
+def validate_spec(spec: VMSpec) -> None:
+    """Refuse bad options with :class:`InputError` before anything starts."""
+    if not spec.command:
+        raise InputError("no command given to run in the VM (labtools vm -- CMD)")
+    if not re.fullmatch(r"[1-9]\d*[MG]", spec.memory):
+        raise InputError(f"memory {spec.memory!r} is not like 2G or 1536M")
+    if spec.cpus < 1:
+        raise InputError(f"cpus must be at least 1, not {spec.cpus}")
+    for arg in spec.kernel_args:
+        if not re.fullmatch(r"[A-Za-z0-9_.,=-]+", arg):
+            raise InputError(f"kernel option {arg!r} is not like idle=poll")
+    for host_port, guest_port in spec.forward_ports:
+        for port in (host_port, guest_port):
+            if not 1 <= port <= 65535:
+                raise InputError(f"port {port} is outside 1..65535")
+    for name, _ in spec.env:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise InputError(f"{name!r} is not a valid environment variable name")
+
+
+def qemu_net_opts(forward_ports: Sequence[Tuple[int, int]]) -> str:
+    """QEMU options for a NIC whose forwarded ports listen on the host's 127.0.0.1 only."""
+    fwd = ",".join(f"hostfwd=tcp:127.0.0.1:{h}-{GUEST_ADDR}:{g}" for h, g in forward_ports)
+    return (f"-device virtio-net-pci,netdev=labnet,mac={GUEST_MAC} "
+            f"-netdev user,id=labnet,restrict=on,{fwd}")
+
+
+def guest_script(spec: VMSpec) -> str:
+    """The shell script the guest runs: environment, modules, network, command, status."""
+    q = shlex.quote
+    status = q(str(spec.state_dir / STATUS_FILE))
+    path = ":".join([*spec.path_dirs, GUEST_PATH_TAIL])
+    lines = [
+        "# run by labtools vm inside the guest",
+        f"export {IN_VM_VARIABLE}=1",
+        "export PYTHONUNBUFFERED=1  # stream output as it comes",
+        f"export PATH={q(path)}",
+        *(f"export {name}={q(value)}" for name, value in spec.env),
+        '[ -w "$HOME" ] || { export HOME=/tmp/labtools-home; mkdir -p "$HOME"; }',
+        f"for m in {' '.join(q(m) for m in spec.modules)}; do",
+        '  modprobe -q "$m" || echo "labtools vm: note: kernel module $m not loaded" >&2',
+        "done",
+        "ip link set lo up",
+    ]
+    if spec.forward_ports:
+        lines += [
+            "for d in /sys/class/net/*; do",
+            f'  [ "$(cat "$d/address")" = {GUEST_MAC} ] && dev=$(basename "$d")',
+            "done",
+            f'ip link set "$dev" up && ip addr add {GUEST_ADDR}/{GUEST_PREFIX_LEN} dev "$dev"',
+            f"export LABTOOLS_VM_ADDR={GUEST_ADDR}",
+        ]
+    lines += [
+        "echo \"labtools vm: guest up after $(cut -d' ' -f1 /proc/uptime) s\" >&2",
+        f"echo {q('labtools vm: running: ' + shlex.join(spec.command))} >&2",
+        f"cd {q(str(spec.cwd))} || {{ echo {NO_CWD_STATUS} > {status}; exit {NO_CWD_STATUS}; }}",
+        shlex.join(spec.command),
+        "rc=$?",
+        f"echo $rc > {status}",
+        "exit $rc",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def build_vng_args(spec: VMSpec) -> List[str]:
+    """The ``vng`` argument list that boots the VM and runs the guest script."""
+    args = [spec.vng, "--run", str(spec.kernel), "--memory", spec.memory,
+            "--cpus", str(spec.cpus)]
+    if not spec.kvm:
+        args.append("--disable-kvm")
+    for d in (*spec.rwdirs, spec.state_dir):
+        args += ["--rwdir", str(d)]
+    for arg in spec.kernel_args:
+        args += ["--append", arg]
+    args += ["--cwd", str(spec.cwd)]
+    if spec.forward_ports:
+        args.append(f"--qemu-opts={qemu_net_opts(spec.forward_ports)}")
+    args += ["--exec", f"sh {shlex.quote(str(spec.state_dir / SCRIPT_FILE))}"]
+    return args
+
+
+def _pump(source: IO[bytes], target: IO[str]) -> None:
+    """Copy a child's output to our stream as it arrives."""
+    out = getattr(target, "buffer", None)
+    for chunk in iter(lambda: source.read1(4096), b""):  # type: ignore[attr-defined]
+        if out is not None:
+            out.write(chunk)
+            out.flush()
+        else:
+            target.write(chunk.decode(errors="replace"))
+            target.flush()
+
+
+def _stop(proc: "subprocess.Popen[bytes]") -> None:
+    """Terminate the VM's whole process group, forcefully after 5 s."""
+    for sig, wait_s in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def run_vng(args: Sequence[str], env: Dict[str, str], timeout_s: Optional[float]) -> int:
+    """Run ``vng``, streaming its output to ours; returns its exit status.
+
+    Output goes through pipes: QEMU truncates a regular file given as its stdout.
+    Raises :class:`VMError` when ``vng`` cannot start or the time-out expires.
+    """
+    try:
+        proc = subprocess.Popen(list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=env, start_new_session=True)
+    except OSError as err:
+        raise VMError(f"cannot start {args[0]}: {err.strerror}") from err
+    pumps = [threading.Thread(target=_pump, args=(src, dst), daemon=True)
+             for src, dst in ((proc.stdout, sys.stdout), (proc.stderr, sys.stderr))]
+    for t in pumps:
+        t.start()
+    previous = _interrupt_on_termination()
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _stop(proc)
+        raise VMError(f"the VM run did not finish within {timeout_s:.0f} s and was stopped")
+    except KeyboardInterrupt:
+        _stop(proc)
+        raise
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for t in pumps:
+            t.join(timeout=5)
+    return proc.returncode
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _interrupt_on_termination() -> Dict[int, object]:
+    """Turn SIGTERM/SIGHUP into KeyboardInterrupt so the VM (its own session) is stopped.
+
+    Returns the previous handlers; nothing changes outside the main thread.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+
+
+def _kvm_default() -> bool:
+    """``$LABTOOLS_VM_KVM`` (1 or 0) when set, else the (cached) KVM probe's verdict."""
+    from labtools.system import capabilities as caps
+
+    choice = os.environ.get("LABTOOLS_VM_KVM", "")
+    if choice in ("0", "1"):
+        return choice == "1"
+    return caps.kvm_usable(progress=sys.stderr)[0]
+
+
+def make_spec(command: Sequence[str], state_dir: Path, *, cwd: Optional[Path] = None,
+              memory: Optional[str] = None, cpus: Optional[int] = None,
+              kvm: Optional[bool] = None, rwdirs: Sequence[Path] = (),
+              forward_ports: Sequence[Tuple[int, int]] = (),
+              env: Sequence[Tuple[str, str]] = ()) -> VMSpec:
+    """A :class:`VMSpec` with this machine's defaults filled in.
+
+    Defaults: memory ``$LABTOOLS_VM_MEMORY`` or 2G; KVM per ``$LABTOOLS_VM_KVM`` (1/0) or
+    when the (cached) probe says it works; cpus ``$LABTOOLS_VM_CPUS`` or up to 2. Under
+    software emulation ``$LABTOOLS_VM_IDLE_POLL=1`` keeps the guest CPU awake
+    (``idle=poll``, one CPU unless ``$LABTOOLS_VM_CPUS`` says otherwise).
+    Raises :class:`VMError` with a fix when the VM runner is not ready.
+    """
+    from labtools.system import capabilities as caps
+
+    missing = caps.vm_runner_missing()
+    if missing:
+        what, fix = missing[0]
+        raise VMError(f"the VM runner needs {what}; fix: {fix}")
+    kernel, vng = caps.find_vm_kernel(), caps.find_tool("vng")
+    if kernel is None or vng is None:  # pragma: no cover - vm_runner_missing covers it
+        raise VMError("the VM runner is not ready; run labtools doctor")
+    here = (cwd or Path.cwd()).resolve()
+    if kvm is None:
+        kvm = _kvm_default()
+    passed = [(k, v) for k, v in os.environ.items()
+              if (k.startswith("LABTOOLS_") and k != IN_VM_VARIABLE) or k in PASSED_ENV]
+    idle_poll = not kvm and os.environ.get("LABTOOLS_VM_IDLE_POLL") == "1"
+    try:
+        n_cpus = int(cpus or os.environ.get("LABTOOLS_VM_CPUS") or (
+            IDLE_POLL_CPUS if idle_poll else min(2, os.cpu_count() or 1)))
+    except ValueError as err:
+        raise InputError(f"LABTOOLS_VM_CPUS is not a whole number: {err}") from err
+    spec = VMSpec(
+        command=tuple(command), kernel=kernel, vng=vng, cwd=here,
+        rwdirs=tuple(dict.fromkeys([*default_rwdirs(here), *(Path(d).resolve() for d in rwdirs)])),
+        state_dir=state_dir, memory=memory or os.environ.get("LABTOOLS_VM_MEMORY", "2G"),
+        cpus=n_cpus, kernel_args=IDLE_POLL_KERNEL_ARGS if idle_poll else (),
+        kvm=kvm, forward_ports=tuple(forward_ports),
+        env=tuple(dict(passed + list(env)).items()), path_dirs=(str(caps.venv_bin_dir()),),
+    )
+    validate_spec(spec)
+    return spec
+
+
+def run_in_vm(command: Sequence[str], *, timeout_s: Optional[float] = None,
+              **options: object) -> int:
+    """Run ``command`` in a throwaway VM; returns the command's own exit status.
+
+    ``options`` are those of :func:`make_spec` (``cwd``, ``memory``, ``cpus``, ``kvm``,
+    ``rwdirs``, ``forward_ports``, ``env``). Progress goes to stderr. Raises
+    :class:`VMError` when the VM cannot boot, times out (``timeout_s`` seconds, boot
+    included) or ends before the command finished.
+    """
+    from labtools.system import capabilities as caps
+
+    with tempfile.TemporaryDirectory(prefix=VM_MARK) as tmp:
+        state_dir = Path(tmp)
+        # who owns this VM: `labtools clean` stops a VM whose owner is gone
+        (state_dir / VM_OWNER_FILE).write_text(f"{os.getpid()}\n")
+        spec = make_spec(command, state_dir, **options)  # type: ignore[arg-type]
+        (state_dir / SCRIPT_FILE).write_text(guest_script(spec))
+        mode = "KVM" if spec.kvm else "software emulation, about 30 s"
+        mode += f"; {spec.cpus} CPU{'s' if spec.cpus > 1 else ''}"
+        if spec.kernel_args:
+            mode += f", {' '.join(spec.kernel_args)}"
+        release = spec.kernel.name[len("vmlinuz-"):]
+        print(f"labtools vm: booting Linux {release} ({mode})...", file=sys.stderr, flush=True)
+        start = time.monotonic()
+        vng_status = run_vng(build_vng_args(spec), caps.tools_env(), timeout_s)
+        took = time.monotonic() - start
+        status_path = state_dir / STATUS_FILE
+        if not status_path.is_file():
+            raise VMError(f"the VM stopped before the command finished (vng exit status "
+                          f"{vng_status} after {took:.0f} s); see the messages above")
+        status = int(status_path.read_text().strip() or "1")
+    print(f"labtools vm: done in {took:.0f} s, exit status {status}", file=sys.stderr, flush=True)
+    return status

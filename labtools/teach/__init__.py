@@ -1,0 +1,1 @@
+"""Teaching: plots, notebook widgets and notebook tools. Thin: no measurement logic."""

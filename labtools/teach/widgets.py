@@ -1,0 +1,383 @@
+"""Notebook widgets: a measurement panel and an answer box (ipywidgets).
+
+The widgets hold no measurement logic: the panel calls the runners in :data:`RUNNERS`,
+thin wrappers around :mod:`labtools.lab.probes`, :mod:`labtools.judge.verdicts` and
+:mod:`labtools.teach.plots`; the answer box calls :func:`labtools.judge.exercises.check`.
+
+    from labtools.teach.widgets import MeasurementPanel, AnswerBox
+    MeasurementPanel(lab, lab.topo)            # lab: a running LabSession
+    AnswerBox("rtt_ms h1 h4", lab.topo)
+
+A run blocks like any cell: the measurement runs in a helper thread while the panel's
+handler moves the progress bar by the elapsed time against the run's expected length, and
+the click returns when the measurement ends. Results replace the output area in place.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional
+
+import ipywidgets as w
+
+from labtools.errors import LabtoolsError
+from labtools.lab.probes import MIN_RTT_PING_INTERVAL_S
+from labtools.model.topology import SWITCH, Topology
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+    from matplotlib.axes import Axes
+
+#: seconds between pings: the kit's dense train for a minimum RTT (see labtools.lab.probes)
+PING_INTERVAL_S = MIN_RTT_PING_INTERVAL_S
+STARTUP_S = 2.0  #: a run's overhead beyond its duration (servers, parsing), for the progress bar
+ERROR_STYLE = "color:#b00020"
+VERDICT_STYLE = {"ok": "color:#1a7f37", "suspicious": "color:#b35900", "invalid": "color:#b00020"}
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What the panel asks a runner to do (durations in s, rates in Mbit/s)."""
+
+    test: str
+    src: str
+    dst: str
+    duration_s: float
+    rate_mbps: Optional[float] = None
+    flows: str = ""  #: a flow spec (``h1:h4x2,h2:h5``) for concurrent flows
+
+
+@dataclass
+class RunResult:
+    """A runner's answer: the verdict table, how to draw the plot, the measurements."""
+
+    verdicts: "pd.DataFrame"  #: :data:`labtools.judge.verdicts.COMPARE_COLUMNS`
+    draw: Optional[Callable[["Axes"], "Axes"]] = None
+    measurements: List[Any] = field(default_factory=list)
+
+
+# --- the runners: labtools calls only ------------------------------------------------------
+def _limits(topo: Topology, src: str, dst: str) -> Dict[str, Optional[float]]:
+    from labtools.model.expect import bottleneck, tcp_goodput_ceiling_mbps
+
+    rate = bottleneck(topo, src, dst)[0]
+    return {"link_mbps": rate,
+            "ceiling_mbps": None if rate is None else tcp_goodput_ceiling_mbps(rate)}
+
+
+def run_ping(lab: Any, s: RunSettings) -> RunResult:
+    """ping ``src`` -> ``dst`` for about ``duration_s`` (one echo per :data:`PING_INTERVAL_S`)."""
+    from labtools.teach import plots
+    from labtools.lab import probes
+    from labtools.model.expect import rtt_ms
+    from labtools.judge.verdicts import verdicts_for
+
+    count = max(3, round(s.duration_s / PING_INTERVAL_S))
+    m = probes.ping(lab, s.src, s.dst, count=count, interval_s=PING_INTERVAL_S)
+    expected = rtt_ms(lab.topo, s.src, s.dst)
+    return RunResult(verdicts_for(m.parsed, lab.topo, s.src, s.dst),
+                     lambda ax: plots.plot_rtts(m.table, expected, ax=ax), [m])
+
+
+def _intervals(table: Any, limits: Dict[str, Optional[float]],
+               warmup_s: Optional[float]) -> Optional[Callable[["Axes"], "Axes"]]:
+    from labtools.teach import plots
+
+    if table is None or not len(table) or "side" not in table.columns:
+        return None
+    return lambda ax: plots.plot_intervals(table, warmup_s=warmup_s, ax=ax, **limits)
+
+
+def run_iperf3(lab: Any, s: RunSettings) -> RunResult:
+    """iperf3 TCP ``src`` -> ``dst``, 1 s intervals, the first seconds omitted (warm-up)."""
+    from labtools.lab import probes
+    from labtools.judge.verdicts import verdicts_for
+
+    m = probes.iperf3(lab, s.src, s.dst, duration_s=s.duration_s, omit_s=min(2, s.duration_s / 4))
+    return RunResult(verdicts_for(m.parsed, lab.topo, s.src, s.dst),
+                     _intervals(m.table, _limits(lab.topo, s.src, s.dst), None), [m])
+
+
+def run_udp(lab: Any, s: RunSettings) -> RunResult:
+    """iperf 2 UDP at ``rate_mbps`` from ``src`` to ``dst`` (the client's output has no
+    receiver intervals: the plot is expected vs measured)."""
+    from labtools.teach import plots
+    from labtools.lab import probes
+    from labtools.errors import InputError
+    from labtools.judge.verdicts import verdicts_for
+
+    if not s.rate_mbps or s.rate_mbps <= 0:
+        raise InputError("give the UDP rate to offer (Mbit/s > 0)")
+    m = probes.iperf_udp(lab, s.src, s.dst, s.rate_mbps, duration_s=s.duration_s, interval_s=1)
+    verdicts = verdicts_for(m.parsed, lab.topo, s.src, s.dst)
+    return RunResult(verdicts, lambda ax: plots.plot_expected_vs_measured(verdicts, ax=ax), [m])
+
+
+def run_simpleperf(lab: Any, s: RunSettings) -> RunResult:
+    """The kit's simpleperf ``src`` -> ``dst`` with 1 s intervals."""
+    from labtools.lab import probes
+    from labtools.judge.verdicts import WARMUP_S, verdicts_for
+
+    m = probes.simpleperf(lab, s.src, s.dst, duration_s=s.duration_s)
+    return RunResult(verdicts_for(m.parsed, lab.topo, s.src, s.dst),
+                     _intervals(m.table, _limits(lab.topo, s.src, s.dst), WARMUP_S), [m])
+
+
+def run_flows(lab: Any, s: RunSettings) -> RunResult:
+    """Concurrent iperf3 flows (``flows``), measured shares against max-min fair shares."""
+    from labtools.teach import plots
+    from labtools.lab import probes
+    from labtools.model.fairness import parse_flows
+
+    flows = parse_flows(s.flows)
+    ms = probes.concurrent_iperf3(lab, flows, duration_s=s.duration_s,
+                                  omit_s=min(2, s.duration_s / 4))
+    shares = probes.shares_table(lab, flows, ms)
+    return RunResult(shares["verdicts"], lambda ax: plots.plot_shares(shares["table"], ax=ax), ms)
+
+
+#: test name (as the dropdown shows it) -> runner(lab, RunSettings) -> RunResult
+RUNNERS: Dict[str, Callable[[Any, RunSettings], RunResult]] = {
+    "ping": run_ping,
+    "iperf3 TCP": run_iperf3,
+    "iperf UDP": run_udp,
+    "simpleperf": run_simpleperf,
+    "concurrent flows": run_flows,
+}
+UDP_TESTS = ("iperf UDP",)
+FLOW_TESTS = ("concurrent flows",)
+
+
+# --- rendering -------------------------------------------------------------------------------
+def verdicts_html(table: "pd.DataFrame") -> str:
+    """The verdict table as HTML, each verdict in its colour (values escaped)."""
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in table.columns)
+    body = []
+    for record in table.to_dict(orient="records"):
+        cells = []
+        for column, value in record.items():
+            text = "" if value is None or value != value else (
+                f"{value:.4g}" if isinstance(value, float) else str(value))
+            style = VERDICT_STYLE.get(str(value), "") if column == "verdict" else ""
+            cells.append(f'<td style="{style};text-align:left">{html.escape(text)}</td>')
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def figure_png(draw: Callable[["Axes"], "Axes"]) -> bytes:
+    """PNG bytes of a plot drawn on a new figure (no pyplot state, safe in any thread)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8, 4.5))
+    draw(fig.subplots())
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def _display(data: Dict[str, str]) -> Dict[str, Any]:
+    return {"output_type": "display_data", "data": data, "metadata": {}}
+
+
+# --- the panel ---------------------------------------------------------------------------------
+class MeasurementPanel(w.VBox):
+    """Pick a test, a source and a destination, run it on the lab, see expected vs measured.
+
+    Args:
+        lab_or_factory: a running :class:`~labtools.lab.session.LabSession`, or a callable that
+            returns one (called at the first run).
+        topo: the lab's topology (offers its hosts and routers; switches are left out).
+        runners: test name -> runner; :data:`RUNNERS` unless given.
+        flows: the default flow spec for concurrent flows (``h1:h4,h2:h5``).
+    """
+
+    def __init__(self, lab_or_factory: Any, topo: Topology,
+                 runners: Optional[Mapping[str, Callable[[Any, RunSettings], RunResult]]] = None,
+                 flows: Optional[str] = None) -> None:
+        self._lab_source = lab_or_factory
+        self._lab: Any = None if callable(lab_or_factory) else lab_or_factory
+        self.topo = topo
+        self.runners = dict(RUNNERS if runners is None else runners)
+        self.nodes = [n.name for n in topo.nodes if n.kind != SWITCH]
+        self.last_result: Optional[RunResult] = None
+        layout = w.Layout(width="260px")
+        self.test = w.Dropdown(options=list(self.runners), description="test", layout=layout)
+        self.src = w.Dropdown(options=self.nodes, description="source", layout=layout)
+        self.dst = w.Dropdown(options=self._destinations(self.nodes[0]),
+                              description="destination", layout=layout)
+        self.duration = w.BoundedFloatText(value=5, min=1, max=120, step=1,
+                                           description="duration (s)", layout=layout)
+        self.rate = w.BoundedFloatText(value=10, min=0.1, max=10000, step=1,
+                                       description="rate (Mbit/s)", layout=layout)
+        self.flows = w.Text(value=flows or self._default_flows(), description="flows",
+                            placeholder="h1:h4x2,h2:h5", layout=w.Layout(width="400px"))
+        self.run_button = w.Button(description="Run", button_style="primary", icon="play")
+        self.progress = w.IntProgress(value=0, min=0, max=100, description="")
+        self.status = w.HTML(value="")
+        self.output = w.Output()
+        self.src.observe(self._on_src, names="value")
+        self.test.observe(self._on_test, names="value")
+        self.run_button.on_click(lambda _button: self.run())
+        self._on_test()
+        super().__init__([
+            w.HBox([self.test, self.src, self.dst]),
+            w.HBox([self.duration, self.rate, self.flows]),
+            w.HBox([self.run_button, self.progress, self.status]),
+            self.output,
+        ])
+
+    # --- choices ---------------------------------------------------------------------------
+    def _destinations(self, src: str) -> List[str]:
+        return [n for n in self.nodes if n != src]
+
+    def _default_flows(self) -> str:
+        """The first flow set the topology file declares (``CASES["mux"]``), else the first
+        and last host."""
+        from labtools.model.catalog import load_cases
+
+        try:
+            sets = load_cases(self.topo.name).get("mux") or []
+        except LabtoolsError:
+            sets = []
+        if sets:
+            return ",".join(sets[-1] if len(sets[0]) < 2 else sets[0])
+        hosts = self.topo.hosts
+        return f"{hosts[0]}:{hosts[-1]}" if len(hosts) >= 2 else ""
+
+    def _on_src(self, _change: Any = None) -> None:
+        keep = self.dst.value
+        options = self._destinations(self.src.value)
+        self.dst.options = options
+        self.dst.value = keep if keep in options else options[0]
+
+    def _on_test(self, _change: Any = None) -> None:
+        flows = self.test.value in FLOW_TESTS
+        self.rate.disabled = self.test.value not in UDP_TESTS
+        self.flows.disabled = not flows
+        self.src.disabled = self.dst.disabled = flows
+
+    def settings(self) -> RunSettings:
+        """The run the panel's inputs describe."""
+        udp = self.test.value in UDP_TESTS
+        return RunSettings(self.test.value, self.src.value, self.dst.value,
+                           float(self.duration.value), float(self.rate.value) if udp else None,
+                           self.flows.value.strip())
+
+    def expected_seconds(self, s: RunSettings) -> float:
+        """About how long a run takes (s), for the progress bar."""
+        return s.duration_s + STARTUP_S
+
+    # --- running ---------------------------------------------------------------------------
+    def _get_lab(self) -> Any:
+        if self._lab is None:
+            self._lab = self._lab_source()
+        return self._lab
+
+    def run(self) -> None:
+        """Run the chosen test (what the Run button does); returns when it has finished."""
+        s = self.settings()
+        runner = self.runners[s.test]
+        box: Dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                box["result"] = runner(self._get_lab(), s)
+            except Exception as err:  # reported in the panel, below
+                box["error"], box["trace"] = err, traceback.format_exc()
+
+        self.run_button.disabled = True
+        self.progress.value, self.progress.bar_style = 0, ""
+        what = f"{s.test} {s.flows}" if s.test in FLOW_TESTS else f"{s.test} {s.src} → {s.dst}"
+        started, expected = time.monotonic(), self.expected_seconds(s)
+        worker = threading.Thread(target=work, name="labtools-panel-run", daemon=True)
+        worker.start()
+        try:
+            while worker.is_alive():
+                elapsed = time.monotonic() - started
+                self.progress.value = min(95, int(100 * elapsed / expected))
+                self.status.value = html.escape(
+                    f"running {what}: {elapsed:.0f} s of about {expected:.0f} s")
+                worker.join(0.25)
+        except KeyboardInterrupt:
+            self._fail("interrupted: the measurement finishes on its own (it has a time-out)")
+            raise
+        finally:
+            self.run_button.disabled = False
+        self._finish(box, what, time.monotonic() - started)
+
+    def _finish(self, box: Dict[str, Any], what: str, elapsed: float) -> None:
+        if "result" in box:
+            self.last_result = box["result"]
+            self.show(box["result"])
+            self.progress.value, self.progress.bar_style = 100, "success"
+            self.status.value = html.escape(f"done: {what} in {elapsed:.1f} s")
+        elif isinstance(box["error"], LabtoolsError):
+            self.output.outputs = ()
+            self._fail(str(box["error"]).strip().splitlines()[0])
+        else:  # a bug in the kit: keep the traceback where it can be seen
+            self.output.outputs = (_display({"text/plain": box["trace"]}),)
+            self._fail(f"internal error ({type(box['error']).__name__}): please report it "
+                       "with the details below")
+
+    def _fail(self, message: str) -> None:
+        self.progress.bar_style = "danger"
+        self.status.value = f'<span style="{ERROR_STYLE}">✗ {html.escape(message)}</span>'
+
+    def show(self, result: RunResult) -> None:
+        """Replace the output area with the verdict table and the plot."""
+        items = [_display({"text/html": verdicts_html(result.verdicts),
+                           "text/plain": result.verdicts.to_string()})]
+        if result.draw is not None:
+            png = base64.b64encode(figure_png(result.draw)).decode("ascii")
+            items.append(_display({"image/png": png, "text/plain": "<plot>"}))
+        self.output.outputs = tuple(items)
+
+
+# --- compute it first ---------------------------------------------------------------------------
+class AnswerBox(w.VBox):
+    """Type a number, press Check: :func:`labtools.judge.exercises.check` says if it is right and
+    explains a wrong answer. ``question_id`` is ``"rtt_ms h1 h4"`` (see
+    :mod:`labtools.judge.exercises`)."""
+
+    def __init__(self, question_id: str, topo: Topology) -> None:
+        from labtools.judge.exercises import parse_question_id, question_text
+
+        self.question, self.kwargs = parse_question_id(question_id)
+        self.topo = topo
+        self.feedback: Any = None
+        self.answer = w.Text(placeholder="your answer", continuous_update=False,
+                             layout=w.Layout(width="160px"))
+        self.check_button = w.Button(description="Check", icon="check")
+        self.result = w.HTML(value="")
+        self.check_button.on_click(lambda _button: self.check())
+        self.answer.observe(lambda _change: self.check(), names="value")  # Enter or leaving
+        super().__init__([w.HBox([w.Label(question_text(question_id)), self.answer,
+                                  self.check_button]), self.result])
+
+    def check(self) -> None:
+        """Check the typed answer and show the feedback."""
+        from labtools.judge.exercises import check
+
+        text = self.answer.value.strip()
+        try:
+            value = float(text)
+        except ValueError:
+            self.feedback = None
+            self.result.value = (f'<span style="{ERROR_STYLE}">write a plain number (digits, a '
+                                 'point, e.g. 60 or 2.5e5), without units or commas</span>')
+            return
+        try:
+            self.feedback = check(self.question, value, self.topo, **self.kwargs)
+        except LabtoolsError as err:
+            self.feedback = None
+            self.result.value = f'<span style="{ERROR_STYLE}">{html.escape(str(err))}</span>'
+            return
+        style = VERDICT_STYLE["ok"] if self.feedback.correct else ERROR_STYLE
+        mark = "✓" if self.feedback.correct else "✗"
+        self.result.value = f'<span style="{style}">{mark} {html.escape(self.feedback.message)}</span>'

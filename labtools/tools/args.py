@@ -1,0 +1,140 @@
+"""Argument lists for the measurement tools (pure: validated values in, ``argv`` out).
+
+Nothing reaches a shell: every value is checked against a range or a whitelist here and
+the result is an argument list that runs through ``mnexec`` without a shell. Units are in
+the names: ``_s`` seconds, ``_mbps`` Mbit/s, ``_bytes`` bytes.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import sys
+from typing import List, Optional
+
+from labtools.errors import InputError
+
+MAX_DURATION_S = 600
+MAX_RATE_MBPS = 10_000
+DEFAULT_PORT = 5201
+#: how the kit's own tool is started on a host (the Python that runs the kit)
+SIMPLEPERF = [sys.executable, "-m", "labtools.tools.simpleperf"]
+
+
+def _check_number(name: str, value: float, low: float, high: float, unit: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        raise InputError(f"{name} must be a number, got {value!r}")
+    if not low <= value <= high:
+        raise InputError(f"{name}={value:g} {unit} is outside {low:g}..{high:g} {unit}")
+    return value
+
+
+def _check_int(name: str, value: int, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"{name} must be an integer, got {value!r}")
+    if not low <= value <= high:
+        raise InputError(f"{name}={value} is outside {low}..{high}")
+    return value
+
+
+def check_ip(address: str) -> str:
+    """``address`` if it is an IPv4 address; :class:`InputError` otherwise."""
+    try:
+        return str(ipaddress.IPv4Address(address))
+    except (ipaddress.AddressValueError, ValueError):
+        raise InputError(f"{address!r} is not an IPv4 address") from None
+
+
+def check_duration(duration_s: float) -> float:
+    """A measurement duration in seconds (0.5..600)."""
+    return _check_number("duration", duration_s, 0.5, MAX_DURATION_S, "s")
+
+
+def check_rate(rate_mbps: float) -> float:
+    """An offered rate in Mbit/s (> 0, at most 10 Gbit/s)."""
+    if isinstance(rate_mbps, (int, float)) and not isinstance(rate_mbps, bool) and rate_mbps <= 0:
+        raise InputError(f"rate must be > 0 Mbit/s, got {rate_mbps:g}")
+    return _check_number("rate", rate_mbps, 0.001, MAX_RATE_MBPS, "Mbit/s")
+
+
+def ping_args(dst_ip: str, count: int = 10, interval_s: float = 0.2,
+              size_bytes: int = 56, deadline_s: Optional[float] = None) -> List[str]:
+    """``ping -D -n -c COUNT -i INTERVAL -s SIZE [-w DEADLINE] DST``."""
+    _check_int("count", count, 1, 10_000)
+    _check_number("interval", interval_s, 0.01, 60, "s")
+    _check_int("size", size_bytes, 0, 65_507)
+    argv = ["ping", "-D", "-n", "-c", str(count), "-i", f"{interval_s:g}", "-s", str(size_bytes)]
+    if deadline_s is not None:
+        argv += ["-w", str(int(_check_number("deadline", deadline_s, 1, 36_000, "s")))]
+    return argv + [check_ip(dst_ip)]
+
+
+def iperf3_server_args(port: int = DEFAULT_PORT) -> List[str]:
+    """``iperf3 -s -1 -p PORT``: a server for exactly one test."""
+    return ["iperf3", "-s", "-1", "-p", str(_check_int("port", port, 1024, 65_535))]
+
+
+def iperf3_client_args(server_ip: str, duration_s: float = 10, interval_s: float = 1,
+                       omit_s: float = 0, window_bytes: Optional[int] = None,
+                       parallel: int = 1, reverse: bool = False, bidir: bool = False,
+                       udp: bool = False, rate_mbps: Optional[float] = None,
+                       port: int = DEFAULT_PORT) -> List[str]:
+    """An iperf3 client with JSON output and the server's own report (receiver side)."""
+    check_duration(duration_s)
+    _check_number("interval", interval_s, 0.1, 60, "s")
+    _check_number("omit", omit_s, 0, duration_s, "s")
+    _check_int("parallel", parallel, 1, 128)
+    if reverse and bidir:
+        raise InputError("choose reverse or bidirectional, not both")
+    argv = ["iperf3", "-c", check_ip(server_ip), "-p", str(_check_int("port", port, 1024, 65_535)),
+            "-t", f"{duration_s:g}", "-i", f"{interval_s:g}", "-J", "--get-server-output"]
+    if omit_s:
+        argv += ["-O", f"{omit_s:g}"]
+    if window_bytes is not None:
+        argv += ["-w", str(_check_int("window", window_bytes, 4096, 256 * 2**20))]
+    if parallel > 1:
+        argv += ["-P", str(parallel)]
+    if reverse:
+        argv.append("-R")
+    if bidir:
+        argv.append("--bidir")
+    if udp:
+        argv += ["-u", "-b", f"{check_rate(rate_mbps if rate_mbps is not None else 1):g}M"]
+    elif rate_mbps is not None:
+        argv += ["-b", f"{check_rate(rate_mbps):g}M"]
+    return argv
+
+
+def iperf2_server_args(udp: bool = True, port: int = 5001) -> List[str]:
+    """``iperf -s [-u] -p PORT`` (iperf 2)."""
+    argv = ["iperf", "-s", "-p", str(_check_int("port", port, 1024, 65_535))]
+    return argv + (["-u"] if udp else [])
+
+
+def iperf2_udp_client_args(server_ip: str, rate_mbps: float, duration_s: float = 10,
+                           datagram_bytes: int = 1470, interval_s: Optional[float] = None,
+                           port: int = 5001) -> List[str]:
+    """``iperf -c IP -u -b RATE -l SIZE -t DURATION [-i I] -p PORT`` (iperf 2)."""
+    check_duration(duration_s)
+    _check_int("datagram size", datagram_bytes, 16, 1472)
+    argv = ["iperf", "-c", check_ip(server_ip), "-u", "-b", f"{check_rate(rate_mbps):g}M",
+            "-l", str(datagram_bytes), "-t", f"{duration_s:g}",
+            "-p", str(_check_int("port", port, 1024, 65_535))]
+    if interval_s is not None:
+        argv += ["-i", f"{_check_number('interval', interval_s, 0.5, 60, 's'):g}"]
+    return argv
+
+
+def simpleperf_server_args(bind_ip: str, port: int = 8088) -> List[str]:
+    """The kit's simpleperf server with JSON lines."""
+    return [*SIMPLEPERF, "-s", "-b", check_ip(bind_ip),
+            "-p", str(_check_int("port", port, 1024, 65_535)), "--json"]
+
+
+def simpleperf_client_args(server_ip: str, duration_s: float = 10, interval_s: float = 1,
+                           parallel: int = 1, port: int = 8088) -> List[str]:
+    """The kit's simpleperf client with JSON lines."""
+    check_duration(duration_s)
+    _check_number("interval", interval_s, 0, 60, "s")
+    return [*SIMPLEPERF, "-c", "-I", check_ip(server_ip),
+            "-p", str(_check_int("port", port, 1024, 65_535)), "-t", f"{duration_s:g}",
+            "-i", f"{interval_s:g}", "-P", str(_check_int("parallel", parallel, 1, 5)), "--json"]

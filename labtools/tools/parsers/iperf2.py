@@ -1,0 +1,205 @@
+"""Parse the text output of iperf 2.x (``iperf``, tested with 2.1.8), client or server.
+
+Covers TCP and UDP, with and without ``-i``, ``-P N`` (``[SUM]`` rows) and the UDP
+client's ``Server Report``. Default format (``-f a``, adaptive units) or any bit-rate
+``-f`` unit. Transfer units are binary (``KBytes`` = 1024 bytes, ``MBytes`` = 1024^2
+bytes...), rate units are decimal (``Mbits/sec`` = 10^6 bit/s): this is how iperf 2
+prints them (7.03 MBytes in 3.0306 s is printed as 19.4 Mbits/sec).
+
+Table: one row per report line, in the order printed.
+
+==========  =======  ==============================================================
+column      type     meaning
+==========  =======  ==============================================================
+stream      int      iperf's stream id (``[  1]``); -1 for ``[SUM]`` rows
+start_s     float    interval start, s
+end_s       float    interval end, s
+bytes       int      transfer, bytes (converted from iperf's rounded value)
+rate_mbps   float    rate, Mbit/s (10^6 bit/s)
+jitter_ms   float    UDP jitter, ms (server side and Server Report); NaN where absent
+lost        float    UDP datagrams lost; NaN where absent
+total       float    UDP datagrams accounted for (the ``Total`` of ``Lost/Total``)
+kind        str      ``interval``, ``total`` (a stream's or the sum's whole-run line)
+                     or ``server_report`` (the UDP client's copy of the server's total)
+==========  =======  ==============================================================
+
+A stream's ``total`` row is its last row starting at 0 s (with ``-i``, its interval rows
+come first); without ``-i`` each stream prints only its total.
+
+Summary keys (rates in Mbit/s, None where the output has no such number):
+
+- ``protocol`` (``TCP``/``UDP``), ``role`` (``client``/``server``), ``streams`` (int).
+- ``rate_mbps``: the whole-run rate as printed (the ``[SUM]`` total with ``-P``, else the
+  single stream's total); ``bytes`` and ``duration_s`` of that same line.
+- ``sender_mbps``: client only, the sum of the streams' own totals. With ``-P`` iperf
+  2.1.8 sometimes prints a ``[SUM]`` total over a shorter interval than the streams ran
+  (so a higher rate); the per-stream totals are right.
+- ``receiver_mbps``: the Server Report's rate (UDP client), or ``rate_mbps`` when the
+  text is the server's; None for a TCP client (it has no receiver report).
+- ``server_rate_mbps``, ``jitter_ms``, ``lost``, ``total``, ``lost_pct`` (100 * lost /
+  total), ``out_of_order``: from the Server Report (UDP client) or the server's own UDP
+  total; None when there is none. ``out_of_order`` is 0 when iperf printed no
+  ``out-of-order`` line (it prints one only when some arrived out of order).
+- ``sent_datagrams`` (UDP client: ``Sent N datagrams``), ``warnings`` (list of
+  iperf's ``WARNING`` texts, e.g. no ack of the last datagram: then no Server Report).
+
+No report line (empty text, ``connect failed``...) raises :class:`ParseError` (tool
+``iperf``), quoting iperf's complaint when there is one.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Optional
+
+from labtools.errors import ParseError
+from labtools.tools.parsers.base import Parsed
+
+TOOL = "iperf"
+COLUMNS = ["stream", "start_s", "end_s", "bytes", "rate_mbps", "jitter_ms", "lost", "total", "kind"]
+
+BYTE_UNITS: Dict[str, int] = {
+    "Bytes": 1, "KBytes": 1024, "MBytes": 1024**2, "GBytes": 1024**3, "TBytes": 1024**4,
+}
+BIT_RATE_UNITS: Dict[str, float] = {
+    "bits/sec": 1e-6, "Kbits/sec": 1e-3, "Mbits/sec": 1.0, "Gbits/sec": 1e3, "Tbits/sec": 1e6,
+}
+
+_ROW = re.compile(
+    r"^\[\s*(?P<id>\d+|SUM)\]\s+(?P<start>\d+(?:\.\d+)?)\s*-\s*(?P<end>\d+(?:\.\d+)?)\s+sec\s+"
+    r"(?P<xfer>\d+(?:\.\d+)?)\s+(?P<xunit>\w+)\s+(?P<rate>\d+(?:\.\d+)?)\s+(?P<runit>\S+/sec)"
+    r"(?:\s+(?P<jitter>\d+(?:\.\d+)?)\s+ms\s+(?P<lost>\d+)/\s*(?P<total>\d+))?"
+)
+_HEADER = re.compile(r"^(?P<role>Client connecting to|Server listening on)\b.*?\b(?P<proto>TCP|UDP)\b")
+_SENT = re.compile(r"^\[\s*\d+\]\s+Sent (?P<n>\d+) datagrams")
+_OOO = re.compile(r"^\[\s*(?:\d+|SUM)\].*?(?P<n>\d+) datagrams received out-of-order")
+_WARNING = re.compile(r"WARNING:\s*(?P<msg>.+?)\s*$")
+_FAILED = re.compile(r"(connect failed.*|Connection refused.*|No route to host.*|unknown host.*)", re.I)
+
+
+def _row(m: "re.Match[str]", kind: str) -> Dict[str, Any]:
+    xunit, runit = m["xunit"], m["runit"]
+    if xunit not in BYTE_UNITS:
+        raise ParseError(TOOL, f"unknown transfer unit {xunit!r} in: {m.group(0)}")
+    if runit not in BIT_RATE_UNITS:
+        raise ParseError(TOOL, f"rate unit {runit!r} is not a bit rate (use -f with k/m/g): {m.group(0)}")
+    return {
+        "stream": -1 if m["id"] == "SUM" else int(m["id"]),
+        "start_s": float(m["start"]),
+        "end_s": float(m["end"]),
+        "bytes": int(round(float(m["xfer"]) * BYTE_UNITS[xunit])),
+        "rate_mbps": float(m["rate"]) * BIT_RATE_UNITS[runit],
+        "jitter_ms": float(m["jitter"]) if m["jitter"] else None,
+        "lost": int(m["lost"]) if m["lost"] else None,
+        "total": int(m["total"]) if m["total"] else None,
+        "kind": kind,
+    }
+
+
+def _mark_totals(rows: List[Dict[str, Any]]) -> None:
+    """Mark each stream's (and the sum's) last row starting at 0 s as its ``total``."""
+    for stream in {r["stream"] for r in rows if r["kind"] == "interval"}:
+        mine = [r for r in rows if r["stream"] == stream and r["kind"] == "interval"]
+        if mine[-1]["start_s"] == 0.0:
+            mine[-1]["kind"] = "total"
+
+
+def _scan(lines: List[str]) -> Dict[str, Any]:
+    """Rows and side facts of the text, in one pass."""
+    found: Dict[str, Any] = {"rows": [], "protocol": None, "role": None, "sent": None,
+                             "ooo": None, "warnings": [], "failure": None}
+    in_report = False
+    for line in lines:
+        header = _HEADER.match(line)
+        if header and found["role"] is None:
+            found["role"] = "client" if header["role"].startswith("Client") else "server"
+            found["protocol"] = header["proto"]
+        if line.endswith("Server Report:"):
+            in_report = True
+            continue
+        row = _ROW.match(line)
+        if row:
+            found["rows"].append(_row(row, "server_report" if in_report else "interval"))
+            in_report = False
+            continue
+        for regex, key in ((_SENT, "sent"), (_OOO, "ooo")):
+            m = regex.match(line)
+            if m:
+                found[key] = int(m["n"])
+        warning = _WARNING.search(line)
+        if warning:
+            found["warnings"].append(warning["msg"])
+        failure = _FAILED.search(line)
+        if failure and found["failure"] is None:
+            found["failure"] = failure.group(1)
+    return found
+
+
+def _udp_report(report: Optional[Dict[str, Any]], ooo: Optional[int]) -> Dict[str, Any]:
+    keys = ["server_rate_mbps", "jitter_ms", "lost", "total", "lost_pct", "out_of_order"]
+    if report is None or report["total"] is None:
+        return dict.fromkeys(keys)
+    total, lost = report["total"], report["lost"]
+    return {
+        "server_rate_mbps": report["rate_mbps"],
+        "jitter_ms": report["jitter_ms"],
+        "lost": lost,
+        "total": total,
+        "lost_pct": 100.0 * lost / total if total else None,
+        "out_of_order": ooo or 0,
+    }
+
+
+def parse(text: str) -> Parsed:
+    """Parse iperf 2.x client or server text output.
+
+    Args:
+        text: what iperf printed (stdout, optionally with stderr).
+
+    Returns:
+        :class:`Parsed` with the table and summary described in the module docstring.
+
+    Raises:
+        ParseError: no report line, or a unit the parser does not know.
+    """
+    import pandas as pd
+
+    if not text or not text.strip():
+        raise ParseError(TOOL, "empty output (no report line)")
+    found = _scan([line.strip() for line in text.splitlines()])
+    rows: List[Dict[str, Any]] = found["rows"]
+    if not rows:
+        said = f"; iperf said: {found['failure']}" if found["failure"] else ""
+        raise ParseError(TOOL, f"no report line '[ ID] start-end sec transfer rate'{said}")
+    _mark_totals(rows)
+
+    totals = [r for r in rows if r["kind"] == "total"]
+    stream_totals = [r for r in totals if r["stream"] >= 0]
+    sum_total = next((r for r in totals if r["stream"] == -1), None)
+    main = sum_total or (stream_totals[-1] if stream_totals else None)
+    report = next((r for r in rows if r["kind"] == "server_report"), None)
+    role = found["role"] or ("client" if found["sent"] is not None else None)
+    protocol = found["protocol"] or ("UDP" if any(r["total"] is not None for r in rows) else "TCP")
+    if role == "server" and protocol == "UDP":
+        report = main
+    summary: Dict[str, Any] = {
+        "protocol": protocol,
+        "role": role,
+        "streams": len({r["stream"] for r in rows if r["stream"] >= 0}),
+        "rate_mbps": main["rate_mbps"] if main else None,
+        "bytes": main["bytes"] if main else None,
+        "duration_s": (main["end_s"] - main["start_s"]) if main else None,
+        "sender_mbps": (sum(r["rate_mbps"] for r in stream_totals)
+                        if role == "client" and stream_totals else None),
+        "receiver_mbps": (report["rate_mbps"] if report and role == "client"
+                          else (main["rate_mbps"] if main and role == "server" else None)),
+    }
+    summary.update(_udp_report(report, found["ooo"]))
+    summary["sent_datagrams"] = found["sent"]
+    summary["warnings"] = found["warnings"]
+
+    table = pd.DataFrame(rows, columns=COLUMNS).astype(
+        {"stream": "int64", "start_s": "float64", "end_s": "float64", "bytes": "int64",
+         "rate_mbps": "float64", "jitter_ms": "float64", "lost": "float64", "total": "float64"}
+    )
+    return Parsed(tool=TOOL, table=table, summary=summary, raw=text)

@@ -1,0 +1,247 @@
+"""The simpleperf server: accepts sessions of parallel connections, counts what arrives.
+
+One thread per connection (socket I/O releases the GIL, so threads do not slow each other
+down); several clients can be served at the same time. The wire protocol is described in
+:mod:`labtools.tools.simpleperf.protocol`. The server runs until SIGINT or SIGTERM, then reports
+the connections still open with what they received so far.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+from labtools import __version__
+from labtools.errors import ToolError
+from labtools.tools.simpleperf import protocol
+from labtools.tools.simpleperf.options import Options
+from labtools.tools.simpleperf.report import Record, Reporter, mbps, seconds
+from labtools.tools.simpleperf.stopping import StopFlag
+
+#: bytes per recv_into call
+RECV_BUFFER_BYTES = 256 * 1024
+#: seconds a new connection has to send its HELLO
+HELLO_TIMEOUT_S = 10.0
+#: seconds without any data before a connection is given up
+IDLE_TIMEOUT_S = 60.0
+#: seconds between checks of the stop flag while waiting for connections
+ACCEPT_POLL_S = 0.2
+
+
+@dataclass
+class _Conn:
+    """One accepted data connection."""
+
+    sock: socket.socket
+    peer: str
+    local: str
+    hello: protocol.Hello
+    session: str
+    started: float = 0.0
+
+
+@dataclass
+class _Session:
+    """Totals of one client session (its ``parallel`` connections)."""
+
+    peer_host: str
+    parallel: int
+    ended: int = 0
+    nbytes: int = 0
+    duration_s: float = 0.0
+
+
+@dataclass
+class _Totals:
+    sessions: Dict[str, _Session] = field(default_factory=dict)
+    connections: int = 0
+    nbytes: int = 0
+
+
+def _address(addr: Tuple) -> str:
+    host, port = addr[0], addr[1]
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def open_listener(bind: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``bind``:``port``.
+
+    Raises:
+        ToolError: the address cannot be resolved, is not on this host, or the port is
+            in use.
+    """
+    try:
+        family = socket.getaddrinfo(bind, port, type=socket.SOCK_STREAM,
+                                    flags=socket.AI_PASSIVE)[0][0]
+    except socket.gaierror as err:
+        raise ToolError(f"cannot resolve bind address {bind!r}: {err.strerror}") from None
+    try:
+        return socket.create_server((bind, port), family=family, backlog=64)
+    except OSError as err:
+        if err.errno == errno.EADDRINUSE:
+            raise ToolError(f"port {port} on {bind} is already in use") from None
+        reason = err.strerror or str(err)
+        raise ToolError(f"cannot listen on {bind} port {port}: {reason}") from None
+
+
+class Server:
+    """A simpleperf server bound to ``opts.bind``:``opts.port``."""
+
+    def __init__(self, opts: Options, reporter: Reporter, stop: StopFlag) -> None:
+        self.opts = opts
+        self.reporter = reporter
+        self.stop = stop
+        self._lock = threading.Lock()
+        self._active: List[_Conn] = []
+        self._threads: List[threading.Thread] = []
+        self._totals = _Totals()
+
+    def run(self) -> int:
+        """Serve until a stop is requested; returns the exit status (130/143 on a signal).
+
+        Raises:
+            ToolError: the listening socket cannot be opened.
+        """
+        listener = open_listener(self.opts.bind, self.opts.port)
+        listener.settimeout(ACCEPT_POLL_S)
+        self.reporter.emit({"type": "server_start", "role": "server", "version": __version__,
+                            "protocol": protocol.VERSION, "bind": self.opts.bind,
+                            "port": listener.getsockname()[1], "unit": self.opts.unit})
+        with listener:
+            while not self.stop.is_set:
+                try:
+                    sock, peer = listener.accept()
+                except socket.timeout:
+                    continue
+                except OSError as err:
+                    self._warn(f"accept failed: {err.strerror or err}")
+                    self.stop.wait(ACCEPT_POLL_S)
+                    continue
+                thread = threading.Thread(target=self._serve, args=(sock, peer), daemon=True)
+                self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+                thread.start()
+        self._shutdown()
+        return self.stop.exit_status(0)
+
+    def _shutdown(self) -> None:
+        with self._lock:
+            for conn in self._active:
+                try:
+                    conn.sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+        for thread in self._threads:
+            thread.join(timeout=5.0)
+        totals = self._totals
+        self.reporter.emit({"type": "server_end", "sessions": len(totals.sessions),
+                            "connections": totals.connections, "bytes": totals.nbytes,
+                            "interrupted": self.stop.signum is not None})
+
+    def _warn(self, message: str) -> None:
+        self.reporter.emit({"type": "warning", "role": "server", "message": message})
+
+    def _serve(self, sock: socket.socket, peer_addr: Tuple) -> None:
+        peer = _address(peer_addr)
+        with sock:
+            conn = self._handshake(sock, peer)
+            if conn is None:
+                return
+            with self._lock:
+                self._active.append(conn)
+            try:
+                self._receive(conn)
+            finally:
+                with self._lock:
+                    self._active.remove(conn)
+
+    def _handshake(self, sock: socket.socket, peer: str) -> Optional[_Conn]:
+        """Read the HELLO and answer it; the accepted connection, or None."""
+        try:
+            sock.settimeout(HELLO_TIMEOUT_S)
+            hello = protocol.decode_hello(protocol.recv_exact(sock, protocol.HELLO.size))
+            if hello is None or hello.version != protocol.VERSION:
+                sock.sendall(protocol.encode_welcome(False))
+                self._warn(f"refused a connection from {peer}: not a simpleperf v1 client")
+                return None
+            sock.sendall(protocol.encode_welcome(True))
+        except OSError as err:
+            self._warn(f"handshake with {peer} failed: {err.strerror or err}")
+            return None
+        conn = _Conn(sock, peer, _address(sock.getsockname()), hello, hello.session.hex(),
+                     started=time.monotonic())
+        with self._lock:
+            self._totals.sessions.setdefault(
+                conn.session, _Session(peer.rsplit(":", 1)[0], hello.parallel))
+        self.reporter.emit({"type": "server_conn_start", "session": conn.session,
+                            "conn": hello.conn, "parallel": hello.parallel, "peer": peer,
+                            "local": conn.local})
+        return conn
+
+    def _interval(self, conn: _Conn, start_s: float, end_s: float, nbytes: int) -> None:
+        self.reporter.emit({"type": "server_interval", "session": conn.session,
+                            "conn": conn.hello.conn, "peer": conn.peer,
+                            "start_s": seconds(start_s), "end_s": seconds(end_s),
+                            "bytes": nbytes, "rate_mbps": mbps(nbytes, end_s - start_s)})
+
+    def _receive(self, conn: _Conn) -> None:
+        """Count bytes until the client's FIN (then ACK) or a stop; report the result."""
+        sock, started = conn.sock, conn.started
+        interval = conn.hello.interval_ms / 1000.0
+        next_tick = started + interval if interval else float("inf")
+        tick_s, tick_bytes, total, error = 0.0, 0, 0, None
+        view = memoryview(bytearray(RECV_BUFFER_BYTES))
+        recv_into, now = sock.recv_into, time.monotonic
+        try:
+            sock.settimeout(IDLE_TIMEOUT_S)
+            while True:
+                n = recv_into(view)
+                if not n:
+                    break
+                total += n
+                if interval and now() >= next_tick:
+                    elapsed = now() - started
+                    sock.sendall(protocol.encode_record(protocol.MAGIC_PROG, elapsed, total))
+                    self._interval(conn, tick_s, elapsed, total - tick_bytes)
+                    tick_s, tick_bytes = elapsed, total
+                    next_tick = started + (int(elapsed / interval) + 1) * interval
+        except socket.timeout:
+            error = f"no data for {IDLE_TIMEOUT_S:g} s"
+        except OSError as err:
+            error = err.strerror or str(err)
+        duration = time.monotonic() - started
+        interrupted = self.stop.is_set
+        if interval and total > tick_bytes:
+            self._interval(conn, tick_s, duration, total - tick_bytes)
+        if error is None and not interrupted:
+            try:
+                sock.sendall(protocol.encode_record(protocol.MAGIC_ACK, duration, total))
+            except OSError as err:
+                error = f"could not send the ACK: {err.strerror or err}"
+        self._conn_end(conn, total, duration, interrupted, error)
+
+    def _conn_end(self, conn: _Conn, total: int, duration: float, interrupted: bool,
+                  error: Optional[str]) -> None:
+        record: Record = {"type": "server_conn_end", "session": conn.session,
+                          "conn": conn.hello.conn, "peer": conn.peer, "bytes": total,
+                          "duration_s": seconds(duration), "rate_mbps": mbps(total, duration),
+                          "interrupted": interrupted, "error": error}
+        with self._lock:
+            totals = self._totals
+            totals.connections += 1
+            totals.nbytes += total
+            session = totals.sessions[conn.session]
+            session.ended += 1
+            session.nbytes += total
+            session.duration_s = max(session.duration_s, duration)
+            done = session.ended == session.parallel
+        self.reporter.emit(record)
+        if done:
+            self.reporter.emit({"type": "server_session_end", "session": conn.session,
+                                "peer": session.peer_host, "connections": session.parallel,
+                                "bytes": session.nbytes,
+                                "duration_s": seconds(session.duration_s),
+                                "rate_mbps": mbps(session.nbytes, session.duration_s)})
