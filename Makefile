@@ -1,11 +1,12 @@
 # The lab kit's entry points. Run as root on Debian 12 / Ubuntu (the VM has root).
 VENV ?= $(or $(LABTOOLS_VENV),.venv)
-.PHONY: lab test test-notebooks unit demo setup students bench clean help
+.PHONY: lab test test-notebooks unit lint demo setup students bench clean help
 
 help:
 	@echo "make lab      start JupyterLab on http://127.0.0.1:8888 (token printed)"
 	@echo "make test     install everything needed and run the whole test suite"
-	@echo "make unit     unit tests only (fast, no network)"
+	@echo "make unit     lint, types and unit tests (fast, no network)"
+	@echo "make lint     ruff and mypy only"
 	@echo "make test-notebooks  run every solution notebook on a real network (VM if needed)"
 	@echo "make demo     run the five test cases on the reference topology"
 	@echo "make students regenerate the student notebooks from solutions/"
@@ -25,8 +26,12 @@ test-notebooks: setup
 	LABTOOLS_QUICK=1 $(VENV)/bin/labtools vm --if-needed --env LABTOOLS_QUICK --timeout 3600 -- \
 	    $(abspath $(VENV))/bin/python -m pytest -q --durations=0 -m network tests/test_notebooks.py tests/test_widgets.py
 
-unit: setup
+unit: setup lint
 	$(VENV)/bin/python -m pytest -q -m "not network and not vm"
+
+lint: setup
+	$(VENV)/bin/ruff check labtools tests benchmarks topologies
+	$(VENV)/bin/mypy
 
 demo: setup
 	$(VENV)/bin/labtools run portfolio all --duration 10

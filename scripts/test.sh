@@ -12,6 +12,10 @@ bash scripts/setup.sh
 py=.venv/bin/python
 export PATH="$here/.venv/bin:$PATH"
 
+echo "== lint and types (ruff, mypy) =="
+.venv/bin/ruff check labtools tests benchmarks topologies
+.venv/bin/mypy
+
 echo "== unit tests =="
 $py -m pytest -q -m "not network and not vm" "$@"
 

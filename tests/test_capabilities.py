@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from labtools.system import capabilities as caps
 from labtools.commands import doctor_cmd
 from labtools.errors import ParseError
+from labtools.system import capabilities as caps
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "capabilities"
 

@@ -21,11 +21,18 @@ from typing import Dict
 
 import pytest
 
-from labtools.system import cleanup
-from labtools.system import vm_leftovers
-from labtools.system.cleanup import (INTERFACE_RE, LeftoverProcess, Leftovers, find_leftovers,
-                              guard_signals, kit_process_name, remove, run_mn_clean)
 from labtools.cli import main
+from labtools.system import cleanup, vm_leftovers
+from labtools.system.cleanup import (
+    INTERFACE_RE,
+    LeftoverProcess,
+    Leftovers,
+    find_leftovers,
+    guard_signals,
+    kit_process_name,
+    remove,
+    run_mn_clean,
+)
 
 # --- pure parts ------------------------------------------------------------------------
 

@@ -134,3 +134,50 @@ def test_derived_plans_share_a_bottleneck_between_disjoint_pairs(spec):
         if disjoint_possible:
             assert len(flows) >= 2, scenario
     assert [f.connections for f in parse_flows(",".join(plan.parallel[0]))][0] == 2
+
+
+def _write_topology(tmp_path, name, nodes, links):
+    spec = tmp_path / f"{name}.json"
+    spec.write_text(json.dumps({"name": name, "nodes": nodes, "links": links}))
+    return str(spec)
+
+
+def test_run_on_a_topology_without_a_rate_limited_pair_is_one_line(tmp_path):
+    """It raised IndexError (a traceback) before anything started."""
+    spec = _write_topology(tmp_path, "flat", [{"name": "h1"}, {"name": "h2"}],
+                           [{"a": "h1", "b": "h2", "delay_ms": 5}])
+    proc = run_cli(["run", spec, "path", "--results", str(tmp_path / "r.sqlite")])
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no rate-limited path between two hosts" in lines[0]
+    overview = json.loads(run_cli(["expect", spec, "--json"]).stdout)
+    assert overview["path"] == [] and overview["mux"] == []
+
+
+def test_a_host_named_like_a_connection_count_can_be_a_flow_end(tmp_path):
+    """``h1:hx2`` names the host hx2 (it was read as host h with two connections)."""
+    spec = _write_topology(
+        tmp_path, "hx", [{"name": "h1"}, {"name": "hx2"}, {"name": "r1", "kind": "router"}],
+        [{"a": "h1", "b": "r1"}, {"a": "r1", "b": "hx2", "bw_mbps": 10}])
+    flows = json.loads(run_cli(["expect", spec, "--flows", "h1:hx2", "--json"]).stdout)["flows"]
+    assert [(f["dst"], f["connections"], f["share_mbps"]) for f in flows] == [("hx2", 1, 10)]
+    flows = json.loads(run_cli(["expect", spec, "--flows", "h1:hx2x2", "--json"]).stdout)["flows"]
+    assert [(f["dst"], f["connections"]) for f in flows] == [("hx2", 2)]
+
+
+def test_iperf3_text_is_not_read_as_iperf2():
+    """iperf3's text output (real capture) gave made-up numbers through the iperf 2 parser."""
+    proc = run_cli(["parse", "iperf", str(FIXTURES / "iperf3" / "tcp_text.txt")])
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "iperf3's text output" in proc.stderr and "iperf3 -J" in proc.stderr
+    assert proc.stdout == ""
+
+
+@pytest.mark.parametrize("field, words", [({"bw_mbps": 2000}, "TCLink"),
+                                          ({"delay_ms": 0.0001}, "tc can express")])
+def test_values_mininet_cannot_apply_are_one_line(tmp_path, field, words):
+    spec = _write_topology(tmp_path, "fast", [{"name": "h1"}, {"name": "h2"}],
+                           [{"a": "h1", "b": "h2", **field}])
+    proc = run_cli(["expect", spec, "h1", "h2"])
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert words in proc.stderr

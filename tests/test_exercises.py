@@ -8,11 +8,17 @@ import math
 
 import pytest
 
-from labtools.model import expect
 from labtools.errors import InputError, UnknownNodeError
 from labtools.judge.exercises import (
-    GRADE_COLUMNS, QUESTIONS, REL_TOL, check, grade, parse_question_id, question_text,
+    GRADE_COLUMNS,
+    QUESTIONS,
+    REL_TOL,
+    check,
+    grade,
+    parse_question_id,
+    question_text,
 )
+from labtools.model import expect
 from labtools.model.fairness import max_min_shares, parse_flows
 
 PAIRS = [("h1", "h4"), ("h1", "h9"), ("h7", "h9"), ("r1", "r2")]
@@ -36,7 +42,7 @@ def rate(topo, label):
 @pytest.mark.parametrize("src, dst", PAIRS)
 @pytest.mark.parametrize("question", PAIR_QUESTIONS)
 def test_correct_answers_pass(topo, question, src, dst):
-    want = expect.expect_pair(topo, src, dst)[question]
+    want = getattr(expect.expect_pair(topo, src, dst), question)
     fb = check(question, want, topo, src=src, dst=dst)
     assert fb.correct and fb.mistake == ""
     assert fb.expected == pytest.approx(want, rel=1e-3)
@@ -158,7 +164,7 @@ def test_goodput_of_the_wrong_link(topo):
 
 # --- BDP mistakes -----------------------------------------------------------------------------
 def test_bdp_in_bits_and_with_one_way_delay(topo):
-    bdp = expect.expect_pair(topo, "h1", "h4")["bdp_bytes"]
+    bdp = expect.expect_pair(topo, "h1", "h4").bdp_bytes
     fb = check("bdp_bytes", bdp * 8, topo, src="h1", dst="h4")
     assert fb.mistake == "bits" and "bits" in fb.message
     one_way = delay(topo, "L1") + delay(topo, "L2")

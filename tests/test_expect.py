@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from labtools.errors import InputError, NoRouteError, UnknownNodeError
 from labtools.model import expect
 from labtools.model.catalog import load_topology
-from labtools.errors import InputError, NoRouteError, UnknownNodeError
 from labtools.model.routing import compute_routing
 
 LINKS = [("r1", "r2", 20, 40, "L1"), ("r2", "r3", 40, 30, "L2"), ("r3", "r4", 20, 20, "L3")]
@@ -61,7 +61,7 @@ def test_rtt_with_transmission_time(portfolio):
 
 
 def test_expect_pair_keys(portfolio):
-    result = expect.expect_pair(portfolio, "h1", "h9")
+    result = expect.expect_pair(portfolio, "h1", "h9").as_dict()
     assert {"path", "rtt_ms", "bottleneck_mbps", "bottleneck_link",
             "tcp_goodput_ceiling_mbps", "bdp_bytes"} <= set(result)
     assert result["bdp_bytes"] == 200_000
@@ -79,7 +79,7 @@ def test_bad_pairs(portfolio):
 def test_unshaped_path_has_no_bottleneck():
     topo = load_topology("dumbbell")
     assert expect.bottleneck(topo, "a1", "a2") == (None, None)
-    assert expect.expect_pair(topo, "a1", "a2")["bdp_bytes"] is None
+    assert expect.expect_pair(topo, "a1", "a2").bdp_bytes is None
 
 
 def test_routes_feed_the_same_paths(portfolio):

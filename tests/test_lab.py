@@ -7,8 +7,8 @@ import socket
 
 import pytest
 
-from labtools.lab import probes
 from labtools.errors import EnvironmentProblem, InputError, NoRouteError, UnknownNodeError
+from labtools.lab import probes
 from labtools.lab.session import LabSession, listening
 
 
@@ -36,7 +36,7 @@ def test_addresses_follow_the_routes():
     lab = LabSession("portfolio", results=None)
     assert lab.ip_towards("h1", "h4") == "10.0.4.2"
     assert lab.ip_towards("r1", "r2") == "10.0.1.2"  # the address on the shared link
-    assert lab.expected("h1", "h9")["rtt_ms"] == 80
+    assert lab.expected("h1", "h9").rtt_ms == 80
 
 
 @pytest.mark.parametrize("kind, udp", [(socket.SOCK_STREAM, False), (socket.SOCK_DGRAM, True)])

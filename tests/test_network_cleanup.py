@@ -28,7 +28,7 @@ def _leftovers() -> int:
 def test_forced_failure_leaves_nothing_behind(tmp_path):
     before = _leftovers()
     with pytest.raises(RuntimeError):
-        with LabSession("dumbbell", results=tmp_path / "r.sqlite") as session:
+        with LabSession("dumbbell", results=tmp_path / "r.sqlite", calibrate=False) as session:
             with session.server("b1", iperf3_server_args(5401), 5401):
                 raise RuntimeError("forced failure")
     assert _leftovers() == before
@@ -39,7 +39,8 @@ def test_sigterm_leaves_nothing_behind(tmp_path):
     script = textwrap.dedent(f"""
         import os, signal, time
         from labtools.lab.session import LabSession
-        with LabSession("dumbbell", results={str(tmp_path / 'r.sqlite')!r}) as lab:
+        with LabSession("dumbbell", results={str(tmp_path / 'r.sqlite')!r},
+                        calibrate=False) as lab:
             with lab.server("b1", ["iperf3", "-s", "-p", "5402"], 5402):
                 print("ready", flush=True)
                 time.sleep(120)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from labtools.teach import notebooks
 from labtools.errors import InputError
+from labtools.teach import notebooks
 
 
 def _solution():

@@ -110,7 +110,7 @@ def test_grading_cells_are_locked_and_carry_points(solution):
         meta = _nbgrader(cell)
         assert meta["locked"] is True, (name, cell.id)
         assert isinstance(meta.get("points"), (int, float)) and meta["points"] > 0, (name, cell.id)
-        assert "assert " in cell.source, (name, cell.id)
+        assert "assert " in cell.source or "check_network(" in cell.source, (name, cell.id)
     written = [c for c in nb.cells if c.cell_type == "markdown" and _nbgrader(c).get("grade")]
     assert written and all(_nbgrader(c).get("points", 0) > 0 for c in written), name
 
@@ -124,16 +124,26 @@ def test_every_measuring_cell_declares_a_timeout(solution):
         assert isinstance(timeout, int) and 30 < timeout <= 600, (name, cell.id, timeout)
 
 
-def test_first_cell_starts_the_reference_network_with_cleanup(solution):
+#: numbers that belong to labtools.judge.policy, never typed into a notebook's code
+POLICY_NUMBERS = {0.7, 1.02, 1.05, 0.9, 0.6, 0.5}
+
+
+def _numbers(source: str) -> List[float]:
+    import ast
+
+    lines = [ln for ln in source.splitlines() if not ln.lstrip().startswith(("%", "!"))]
+    tree = ast.parse("\n".join(lines))
+    return [n.value for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, float)]
+
+
+def test_policy_numbers_come_from_the_policy_module(solution):
+    """Tolerances, bands and cut-offs live in labtools.judge.policy; a notebook that types
+    them (0.70, 1.02, a Jain cut-off...) drifts from the verdicts it shows."""
     name, nb = solution
-    cells = _code_cells(nb)
-    first = cells[0].source
-    assert 'LabSession("portfolio", results="../results/labtools.sqlite"' in first, name
-    assert "atexit.register(lab.stop)" in first, name
-    assert 'os.environ.get("LABTOOLS_QUICK")' in first, name
-    starts = [i for i, c in enumerate(cells) if "lab.start()" in c.source]
-    assert len(starts) == 1 and starts[0] <= 2, name
-    assert cells[-1].source.strip() == "lab.stop()", name
+    for cell in _code_cells(nb):
+        found = [v for v in _numbers(cell.source) if v in POLICY_NUMBERS]
+        assert not found, (name, cell.id, found)
 
 
 def test_one_widget_cell_per_notebook(solution):

@@ -8,7 +8,6 @@ tests model it as a topology with the rate and queue read from the fixtures' .me
 from __future__ import annotations
 
 import re
-from types import SimpleNamespace
 
 import matplotlib
 
@@ -20,17 +19,17 @@ import pytest  # noqa: E402
 from matplotlib.collections import PathCollection  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
-from labtools.teach import plots  # noqa: E402
-from labtools.model import expect
-from labtools.lab.capacity import CAPACITY_COLUMNS, SearchSettings, is_saturated  # noqa: E402
 from labtools.errors import InputError  # noqa: E402
+from labtools.judge import policy  # noqa: E402
+from labtools.judge.capacity import CAPACITY_COLUMNS, is_saturated  # noqa: E402
+from labtools.judge.measurement import JudgeContext, judge_output, judge_parsed  # noqa: E402
+from labtools.judge.shares import judge_flows  # noqa: E402
+from labtools.judge.verdicts import flag_rtt_outliers  # noqa: E402
+from labtools.model import expect  # noqa: E402
 from labtools.model.fairness import Flow  # noqa: E402
-from labtools.lab.session import Measurement  # noqa: E402
-from labtools.tools.parsers import parse  # noqa: E402
-from labtools.lab.probes import shares_table  # noqa: E402
 from labtools.model.topology import ROUTER, Link, Node, Topology  # noqa: E402
-from labtools.judge.verdicts import flag_rtt_outliers, verdicts_for  # noqa: E402
-
+from labtools.teach import plots, topology_plot  # noqa: E402
+from labtools.tools.parsers import parse  # noqa: E402
 from tests.conftest import FIXTURES  # noqa: E402
 
 
@@ -87,7 +86,11 @@ def test_intervals_iperf3_sender_overshoots_receiver_does_not(capture_topo, tmp_
     low, high = ax.get_ylim()
     assert low == 0 and high > max(sender.get_ydata()) > link
     assert "(s)" in ax.get_xlabel() and "(Mbit/s)" in ax.get_ylabel()
-    assert len(legend_texts(ax)) == 4
+    # the sender's intervals above the link are marked (no wire carries that rate)
+    over = sums[(sums["side"] == "sender") & (sums["rate_mbps"] > link * policy.RATE_MAX)]
+    marks = lines[f"sender above the link rate ({len(over)})"]
+    assert list(marks.get_ydata()) == pytest.approx(over["rate_mbps"].tolist())
+    assert len(legend_texts(ax)) == 5
     ax.figure.savefig(tmp_path / "intervals.png")
 
 
@@ -164,6 +167,10 @@ def _bar_colours(ax):
     return [p for p in ax.patches if isinstance(p, Rectangle) and p.get_width() > 0]
 
 
+def verdicts_for(run, topo, src, dst):
+    return judge_parsed(run, topo, src, dst).verdicts_table
+
+
 def test_expected_vs_measured_colours_follow_the_verdicts(capture_topo):
     run = parsed("iperf3", "iperf3", "tcp_p3.json")
     table = verdicts_for(run, capture_topo, "cli", "srv")
@@ -195,9 +202,8 @@ def test_expected_vs_measured_mixed_units_in_percent(capture_topo):
 def test_shares_against_the_fair_share(capture_topo):
     run = parsed("iperf3", "iperf3", "tcp_p3.json")  # three connections at once on the link
     flows = [Flow("cli", "srv", 3)]
-    m = Measurement("iperf3", "cli", "srv", [], run)
-    result = shares_table(SimpleNamespace(topo=capture_topo), flows, [m])
-    ax = plots.plot_shares(result["table"])
+    result = judge_flows(capture_topo, flows, [run], JudgeContext())
+    ax = plots.plot_shares(result.table)
     bars = [p for p in ax.patches if isinstance(p, Rectangle)]
     assert [b.get_height() for b in bars] == pytest.approx([run.summary["receiver_mbps"]])
     share = {c.get_label(): c for c in ax.collections}
@@ -220,7 +226,8 @@ def udp_sweep_table() -> pd.DataFrame:
         row = {"step": len(rows) + 1, "phase": "ramp", "offered_mbps": s["sender_mbps"],
                "received_mbps": s["receiver_mbps"], "loss_pct": s["lost_pct"],
                "jitter_ms": s["jitter_ms"]}
-        row["saturated"] = is_saturated(row, SearchSettings())
+        row["saturated"] = is_saturated(row["offered_mbps"], row["received_mbps"],
+                                        row["loss_pct"])
         rows.append(row)
     return pd.DataFrame(rows, columns=CAPACITY_COLUMNS)
 
@@ -247,7 +254,7 @@ def test_udp_sweep(capture_topo):
 
 # --- topology ----------------------------------------------------------------------------------
 def test_draw_portfolio(portfolio):
-    ax = plots.draw_topology(portfolio)
+    ax = topology_plot.draw_topology(portfolio)
     counts = {c.get_label(): len(c.get_offsets()) for c in ax.collections
               if isinstance(c, PathCollection)}
     assert counts == {"host": 9, "router": 4, "switch": 2}
@@ -259,8 +266,8 @@ def test_draw_portfolio(portfolio):
 
 
 def test_topology_layout_is_deterministic_and_readable(portfolio):
-    pos = plots.topology_layout(portfolio)
-    assert pos == plots.topology_layout(portfolio)
+    pos = topology_plot.topology_layout(portfolio)
+    assert pos == topology_plot.topology_layout(portfolio)
     assert set(pos) == set(portfolio.names())
     names = list(pos)
     for i, a in enumerate(names):
@@ -271,3 +278,15 @@ def test_topology_layout_is_deterministic_and_readable(portfolio):
     spine = [pos[n] for n in ("h1", "r1", "r2", "r3", "r4", "h9")]
     assert all(y == 0 for _x, y in spine)
     assert [x for x, _y in spine] == sorted(x for x, _y in spine)
+
+
+# --- the plot that fits a result ------------------------------------------------------------
+@pytest.mark.parametrize("tool, folder, name, kind", [
+    ("ping", "ping", "normal.txt", "RTT per reply"),
+    ("iperf3", "iperf3", "tcp_server_output.json", "Rate per interval"),
+    ("iperf", "iperf2", "udp_overload.txt", "Expected vs measured"),
+])
+def test_plot_measurement_picks_the_plot_of_the_result(capture_topo, tool, folder, name, kind):
+    m = judge_output(tool, fixture(folder, name), capture_topo, "cli", "srv")
+    ax = plots.plot_measurement(m)
+    assert ax.get_title().startswith(kind)

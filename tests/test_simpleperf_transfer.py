@@ -282,3 +282,45 @@ def test_console_script_and_module_agree() -> None:
         outputs[name] = subprocess.run(cmd + ["--version"], capture_output=True, text=True,
                                        timeout=30).stdout
     assert outputs["script"] == outputs["module"] != ""
+
+
+def test_no_row_covers_a_sliver_of_time(server: ServerProcess) -> None:
+    """A last interval of a few milliseconds gives a rate the transfer never had (seen:
+    ``3.00 - 3.00  21.89 MB  47975.94 Mbps`` at the end of a 15 Gbit/s loopback run): it is
+    folded into the row before it, in the client's rows and in the server's alike."""
+    from labtools.tools.simpleperf.report import SLIVER_FRACTION
+
+    for args in (("-t", "3", "-i", "1"), ("-n", "300MB", "-i", "0.5")):
+        done = run_client(server.port, *args, "--json")
+        assert done.returncode == 0, done.stderr
+        recs = records(done.stdout)
+        interval = float(args[-1])
+        session = of_type(recs, "start")[0]["session"]
+        server.wait_for("server_conn_end", session)
+        server_rows = [r for r in server.seen
+                       if r["type"] == "server_interval" and r["session"] == session]
+        for row in of_type(recs, "interval") + server_rows:
+            assert row["end_s"] - row["start_s"] >= SLIVER_FRACTION * interval, row
+        conn_end = of_type(recs, "conn_end")[0]
+        assert sum(r["bytes"] for r in _rows(recs, "sender", 1)) == conn_end["bytes_sent"]
+        assert sum(r["bytes"] for r in _rows(recs, "receiver", 1)) == conn_end["server_bytes"]
+        assert [r["bytes"] for r in server_rows] == [r["bytes"] for r in _rows(recs, "receiver", 1)]
+
+
+def test_a_last_sliver_is_folded_into_the_row_before() -> None:
+    """The numbers of the run quoted above: 1.80 GB in the third second, then 21.89 MB
+    counted in the 3.6 ms after the last tick."""
+    from labtools.tools.simpleperf.report import HeldRows
+
+    printed: List[tuple] = []
+    rows = HeldRows(1.0, lambda *row: printed.append(row))
+    rows.add(0.0, 1.0, 1_850_000_000)
+    rows.add(1.0, 2.0, 1_870_000_000)
+    assert printed == [(0.0, 1.0, 1_850_000_000)]  # one interval late
+    rows.add(2.0, 3.0, 1_800_000_000)
+    rows.close(3.0, 3.0036, 21_890_000)
+    assert printed[-1] == (2.0, 3.0036, 1_821_890_000) and len(printed) == 3
+    rows = HeldRows(1.0, lambda *row: printed.append(row))
+    rows.add(0.0, 1.0, 100)
+    rows.close(1.0, 1.5, 50)  # half an interval is a real interval: kept
+    assert printed[-2:] == [(0.0, 1.0, 100), (1.0, 1.5, 50)]

@@ -9,7 +9,6 @@ import sys
 
 import pytest
 
-from labtools.tools import simpleperf
 from labtools.errors import InputError
 from labtools.tools.simpleperf import protocol
 from labtools.tools.simpleperf.options import parse_amount, parse_options
@@ -101,16 +100,23 @@ def test_reporter_json_mode_prints_one_object_per_line() -> None:
         "warning", "error"]
 
 
-def test_argument_lists_are_validated_and_runnable() -> None:
-    argv = simpleperf.client_argv("10.0.0.4", port=5001, amount="10MB", parallel=2,
-                                  python="python3")
-    assert argv == ["python3", "-m", "labtools.tools.simpleperf", "-c", "-I", "10.0.0.4", "-p",
-                    "5001", "-i", "1", "-P", "2", "-n", "10MB", "--json"]
-    assert simpleperf.server_argv(5001)[-5:] == ["-b", "0.0.0.0", "-p", "5001", "--json"]
+def test_the_kits_argument_lists_are_what_the_tool_accepts() -> None:
+    """The probes' builders (labtools.tools.args) produce options the tool's own parser
+    accepts with the same values; values the tool would refuse are refused first."""
+    from labtools.tools import args as toolargs
+
+    client = toolargs.simpleperf_client_args("10.0.0.4", duration_s=3, interval_s=0.5,
+                                             parallel=2, port=5001)
+    assert client[:3] == toolargs.SIMPLEPERF
+    opts = parse_options(client[3:])
+    assert (opts.mode, opts.server, opts.port, opts.time_s, opts.interval_s, opts.parallel,
+            opts.json) == ("client", "10.0.0.4", 5001, 3.0, 0.5, 2, True)
+    server = parse_options(toolargs.simpleperf_server_args("10.0.0.4", port=5001)[3:])
+    assert (server.mode, server.bind, server.port) == ("server", "10.0.0.4", 5001)
     with pytest.raises(InputError):
-        simpleperf.client_argv("10.0.0.4", parallel=6)
+        toolargs.simpleperf_client_args("10.0.0.4", parallel=6)
     with pytest.raises(InputError):
-        simpleperf.server_argv(port=0)
+        toolargs.simpleperf_server_args("10.0.0.4", port=0)
 
 
 def test_importing_the_package_is_cheap() -> None:

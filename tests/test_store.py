@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from conftest import FIXTURES, ROOT, run_cli
+
 from labtools.errors import InputError, LabtoolsError, StoreError
 from labtools.results.store import SCHEMA_VERSION, ResultStore, RunRecord, environment_metadata
 
@@ -167,7 +167,7 @@ def test_schema_version(tmp_path):
     con.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION + 1,))
     con.commit()
     con.close()
-    with pytest.raises(StoreError, match="schema version 2"):
+    with pytest.raises(StoreError, match=f"schema version {SCHEMA_VERSION + 1}"):
         ResultStore(path)
 
 
@@ -235,7 +235,7 @@ _CHILD = textwrap.dedent("""
     if mode == "hang":
         for _ in range(count):
             print(store.save(st.RunRecord.from_parsed(parsed, label=mode)), flush=True)
-        encode = st._table_values
+        encode = st.table_values
 
         def hanging(table):
             for i, value in enumerate(encode(table)):
@@ -244,7 +244,7 @@ _CHILD = textwrap.dedent("""
                     time.sleep(300)
                 yield value
 
-        st._table_values = hanging
+        st.table_values = hanging
         store.save(st.RunRecord.from_parsed(parsed, label=mode))
     else:
         for _ in range(count):
@@ -315,3 +315,32 @@ def test_two_writers(tmp_path):
     runs = _assert_complete(db)
     assert len(runs) == 50
     assert sorted(int(i) for out in outs for i in out) == list(range(1, 51))
+
+
+def test_a_version_1_file_is_upgraded_in_place(tmp_path):
+    """A results file written by the kit before schema 2 keeps its runs and gains the
+    columns of version 2 (session, step, call, group, context) and the groups table."""
+    path = tmp_path / "v1.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+    con.execute("INSERT INTO schema_version VALUES (1)")
+    con.execute(importlib.import_module("labtools.results.store")._RUNS_V1)
+    con.execute("CREATE TABLE samples (run_id INTEGER NOT NULL, row INTEGER NOT NULL, "
+                "values_json TEXT NOT NULL, PRIMARY KEY (run_id, row))")
+    con.execute(
+        "INSERT INTO runs (schema_version, started_at, finished_at, params_json, tool, "
+        "command_json, command, kernel, emulation, host, python, labtools_version, status, "
+        "summary_json, raw_output, verdicts_json, table_json, n_samples) VALUES (1, "
+        "'2026-11-01T10:00:00+00:00', '2026-11-01T10:00:05+00:00', '{}', 'ping', '[]', '', "
+        "'6.1.0', 'vm', 'h', '3.11', '0.1.0', 'ok', '{\"min_ms\": 61.2}', 'PING', '[]', '[]', 0)")
+    con.commit()
+    con.close()
+    store = ResultStore(path)
+    runs = store.runs()
+    assert list(runs["id"]) == [1] and runs.iloc[0]["summary.min_ms"] == 61.2
+    assert runs.iloc[0]["session_id"] == "" and pd.isna(runs.iloc[0]["step"])
+    con = sqlite3.connect(path)
+    assert con.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
+    con.close()
+    assert store.groups() == []
+    assert store.save(RunRecord(tool="ping", session_id="s", step=1)) == 2

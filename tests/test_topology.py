@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
-from labtools.model.catalog import available, from_dict, load_topology, split_spec, to_dict
 from labtools.errors import NoRouteError, TopologyError, UnknownNodeError
+from labtools.model.catalog import available, from_dict, load_topology, split_spec, to_dict
 from labtools.model.topology import HOST, ROUTER, SWITCH, Link, Node, Topology, mininet_link_params
 
 
@@ -46,7 +47,48 @@ def test_mininet_params_are_converted_in_one_place():
     assert mininet_link_params(link) == {
         "bw": 40, "delay": "10ms", "loss": 1.5, "max_queue_size": 67, "use_htb": True}
     assert mininet_link_params(Link("a", "b")) == {}
-    assert mininet_link_params(Link("a", "b", delay_ms=0.5))["delay"] == "0.5ms"
+    # tc keeps whole microseconds: fractions of a millisecond are given in us
+    assert mininet_link_params(Link("a", "b", delay_ms=0.5))["delay"] == "500us"
+    assert mininet_link_params(Link("a", "b", delay_ms=0.0015))["delay"] == "2us"
+
+
+@pytest.mark.parametrize("fields, words", [
+    ({"bw_mbps": 1500}, "more than Mininet's TCLink shapes (1000 Mbit/s)"),
+    ({"bw_mbps": 1000.5}, "it would run the link unshaped"),
+    ({"delay_ms": 0.0004}, "below what tc can express"),
+    ({"queue_pkts": 0}, "queue_pkts=0 must be an integer >= 1"),
+])
+def test_values_mininet_cannot_apply_are_refused(fields, words):
+    """Mininet's TCLink ignores a rate above 1000 Mbit/s (the link runs unshaped while the
+    kit would predict the rate), tc cannot express a delay below 1 us, and a queue of 0
+    packets would drop everything: each is refused with a one-line reason."""
+    with pytest.raises(TopologyError, match=re.escape(words)):
+        _topo([Link("h1", "r1", **fields), Link("r1", "h2")])
+    assert _topo([Link("h1", "r1", bw_mbps=1000, delay_ms=0.001), Link("r1", "h2")])
+
+
+def test_a_mininet_file_keeps_a_queue_of_zero_and_an_unshaped_zero_rate():
+    from labtools.model.mininet_import import from_mininet_topo
+
+    class FakeTopo:  # the duck-typed interface of a Mininet Topo (no Mininet needed)
+        def __init__(self, info):
+            self.info = info
+
+        def nodes(self, sort=False):
+            return ["h1", "h2"]
+
+        def isSwitch(self, name):
+            return False
+
+        def nodeInfo(self, name):
+            return {}
+
+        def links(self, sort=False, withInfo=False):
+            return [("h1", "h2", self.info)]
+
+    with pytest.raises(TopologyError, match="queue_pkts=0"):
+        from_mininet_topo(FakeTopo({"max_queue_size": 0}), "q0")
+    assert from_mininet_topo(FakeTopo({"bw": 0}), "bw0").links[0].bw_mbps is None
 
 
 def _topo(links, nodes=None):

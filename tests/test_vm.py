@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from labtools.system import capabilities as caps
-from labtools.system import vm
 from labtools.commands import vm_cmd
 from labtools.errors import InputError, VMError
+from labtools.system import capabilities as caps
+from labtools.system import vm
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -14,14 +14,20 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import threading  # noqa: E402
+import time  # noqa: E402
+
 import pytest  # noqa: E402
 
-from labtools.model import expect  # noqa: E402
 from labtools.errors import ProbeTimeout  # noqa: E402
-from labtools.tools.parsers import parse  # noqa: E402
-from labtools.judge.verdicts import verdicts_for  # noqa: E402
+from labtools.judge.measurement import judge_output  # noqa: E402
+from labtools.model import expect  # noqa: E402
 from labtools.teach.widgets import (  # noqa: E402
-    RUNNERS, AnswerBox, MeasurementPanel, RunResult, RunSettings, verdicts_html,
+    RUNNERS,
+    AnswerBox,
+    MeasurementPanel,
+    RunSettings,
+    verdicts_html,
 )
 from tests.conftest import FIXTURES  # noqa: E402
 
@@ -39,12 +45,8 @@ def panel(portfolio):
 
 
 def ping_result(topo, src, dst):
-    """A RunResult built from a real ping capture, the way run_ping builds one."""
-    from labtools.teach import plots
-
-    run = parse("ping", (FIXTURES / "ping" / "partial_loss.txt").read_text())
-    return RunResult(verdicts_for(run, topo, src, dst),
-                     lambda ax: plots.plot_rtts(run.table, expect.rtt_ms(topo, src, dst), ax=ax))
+    """A judged measurement of a real ping capture, as the ping runner returns one."""
+    return judge_output("ping", (FIXTURES / "ping" / "partial_loss.txt").read_text(), topo, src, dst)
 
 
 def test_ui_wiring_offers_only_hosts_and_routers(panel, portfolio):
@@ -142,8 +144,49 @@ def test_progress_moves_while_a_run_blocks(portfolio):
     assert values[-1] == 100
 
 
+def test_after_ctrl_c_run_stays_off_until_the_measurement_ends(portfolio):
+    """Ctrl-C stops waiting, not measuring: a second run must not start on the same ports
+    while the first one's worker thread still measures."""
+    release = threading.Event()
+    calls = []
+
+    def blocking(lab, settings):
+        calls.append(settings)
+        release.wait(10)
+        return ping_result(lab.topo, settings.src, settings.dst)
+
+    panel = MeasurementPanel(FakeLab(portfolio), portfolio, runners={"ping": blocking})
+    interrupt = threading.Timer(0.3, lambda: None)
+    original_join = threading.Thread.join
+
+    def join_then_interrupt(self, timeout=None):  # Ctrl-C arrives while the cell waits
+        original_join(self, 0.05)
+        if not interrupt.is_alive() and self.name == "labtools-panel-run":
+            raise KeyboardInterrupt
+        return None
+
+    interrupt.start()
+    threading.Thread.join = join_then_interrupt
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            panel.run()
+    finally:
+        threading.Thread.join = original_join
+    assert panel.busy and panel.run_button.disabled
+    panel.run()  # a second click while the first still measures: refused
+    assert len(calls) == 1 and "still running" in panel.status.value
+    release.set()
+    for _ in range(100):
+        if not panel.busy:
+            break
+        time.sleep(0.05)
+    assert not panel.busy and not panel.run_button.disabled
+    panel.run()
+    assert len(calls) == 2 and panel.status.value.startswith("done")
+
+
 def test_verdicts_html_escapes_and_colours(portfolio):
-    table = ping_result(portfolio, "h1", "h4").verdicts
+    table = ping_result(portfolio, "h1", "h4").verdicts_table
     table.loc[0, "reason"] = "<script>"
     text = verdicts_html(table)
     assert "&lt;script&gt;" in text and "<script>" not in text
@@ -198,7 +241,9 @@ def test_panel_runs_each_test_on_a_real_network(real_lab, test):
     panel.run_button.click()
     assert panel.status.value.startswith("done"), panel.status.value
     table, plot = panel.output.outputs
-    verdicts = panel.last_result.verdicts
+    result = panel.last_result
+    verdicts = result.verdicts_table
     assert len(verdicts) >= 1 and verdicts["measured"].notna().all()
     assert "<table>" in table["data"]["text/html"] and plot["data"]["image/png"]
-    assert all(m.run_id is not None for m in panel.last_result.measurements)
+    runs = getattr(result, "measurements", [result])
+    assert all(m.run_id is not None for m in runs)

@@ -6,7 +6,8 @@ Stops the kit's leftover processes (``mnexec``, Mininet node shells, and iperf, 
 ping, simpleperf running inside a host's network namespace), deletes Mininet-style
 interfaces (``h1-eth0``), the kit's switch bridges (``s1``), Open vSwitch bridges of that
 name, ``labtools-*`` namespaces, and a lab VM (its processes and its runner's
-``labtools-vm-*`` folder) whose ``labtools vm`` was killed, then runs Mininet's ``mn -c`` unless ``--no-mn``
+``labtools-vm-*`` folder) whose ``labtools vm`` was killed, then runs Mininet's ``mn -c``
+unless ``--no-mn``
 (note: ``mn -c`` also kills every ``ping`` on the machine and deletes ``/tmp/*.log``).
 Prints what it removed, or ``nothing to clean``; exit status 0 (1 when something could
 not be removed). JSON keys: dry_run, count, processes [{pid, name, cmdline,
@@ -19,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 from typing import Any
-
 
 #: command lines longer than this are shortened in the text output (JSON has them whole)
 CMDLINE_CHARS = 100

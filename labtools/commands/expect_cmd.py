@@ -61,15 +61,15 @@ def run(args: argparse.Namespace) -> int:
 
 def _overview(topo: Any, spec: str) -> Dict[str, Any]:
     """Expected values for every pair and flow set the five test cases use."""
-    from labtools.model.catalog import load_cases
     from labtools.lab.cases import derive_plan
+    from labtools.model.catalog import load_cases
     from labtools.model.expect import expect_pair
 
     plan = derive_plan(topo, load_cases(spec))
     return {
         "topology": topo.name,
-        "link": [expect_pair(topo, a, b) for a, b in plan.links],
-        "path": [expect_pair(topo, a, b) for a, b in plan.pairs],
+        "link": [expect_pair(topo, a, b).as_dict() for a, b in plan.links],
+        "path": [expect_pair(topo, a, b).as_dict() for a, b in plan.pairs],
         "mux": [{"spec": ",".join(s), **_flows(topo, ",".join(s))} for s in plan.mux],
         "parallel": [{"spec": ",".join(s), **_flows(topo, ",".join(s))} for s in plan.parallel],
     }
@@ -79,7 +79,8 @@ def _overview_text(result: Dict[str, Any]) -> str:
     lines = [f"expected values on {result['topology']} (labtools expect {result['topology']} "
              "SRC DST for the details of one pair)"]
     for case in ("link", "path"):
-        lines += ["", f"== {case} ==", f"{'pair':<10}{'RTT':>9}{'bottleneck':>14}{'TCP ceiling':>14}"
+        lines += ["", f"== {case} ==",
+                  f"{'pair':<10}{'RTT':>9}{'bottleneck':>14}{'TCP ceiling':>14}"
                   f"{'UDP ceiling':>14}{'BDP':>12}"]
         for r in result[case]:
             lines.append(f"{r['path'][0] + '-' + r['path'][-1]:<10}{r['rtt_ms']:>6g} ms"
@@ -96,7 +97,7 @@ def _overview_text(result: Dict[str, Any]) -> str:
 def _pair(topo: Any, args: argparse.Namespace) -> Dict[str, Any]:
     from labtools.model.expect import expect_pair, rtt_ms
 
-    result = expect_pair(topo, args.src, args.dst)
+    result = expect_pair(topo, args.src, args.dst).as_dict()
     if args.frame_bytes is not None:
         result["rtt_with_tx_ms"] = round(rtt_ms(topo, args.src, args.dst, args.frame_bytes), 6)
     return result
@@ -105,7 +106,7 @@ def _pair(topo: Any, args: argparse.Namespace) -> Dict[str, Any]:
 def _flows(topo: Any, spec: str) -> Dict[str, Any]:
     from labtools.model.fairness import max_min_shares, parse_flows
 
-    shares = max_min_shares(topo, parse_flows(spec))
+    shares = max_min_shares(topo, parse_flows(spec, topo))
     return {"topology": topo.name, "flows": [s.as_dict() for s in shares]}
 
 
@@ -119,7 +120,8 @@ def _text(result: Dict[str, Any]) -> str:
         for f in result["flows"]:
             lines.append(
                 f"{f['src'] + '-' + f['dst']:<12}{f['connections']:>6}"
-                f"{_fmt(f['share_mbps'], 'Mbit/s'):>16}{_fmt(f['per_connection_mbps'], 'Mbit/s'):>16}"
+                f"{_fmt(f['share_mbps'], 'Mbit/s'):>16}"
+                f"{_fmt(f['per_connection_mbps'], 'Mbit/s'):>16}"
                 f"  {f['limited_by'] or '-'}"
             )
         return "\n".join(lines)

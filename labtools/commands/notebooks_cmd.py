@@ -51,9 +51,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _execute(args: argparse.Namespace) -> int:
-    from labtools.teach import notebooks
     from labtools.system.capabilities import native_network_ok
     from labtools.system.vm import in_vm, run_in_vm
+    from labtools.teach import notebooks
 
     files = [Path(f) for f in args.files] or [
         args.solutions / n for n in notebooks.notebook_names(args.solutions)]

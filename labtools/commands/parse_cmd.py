@@ -45,27 +45,27 @@ def _read(path: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Parse, print, return 0."""
-    from labtools.tools.parsers import parse
+    from labtools.judge.measurement import judge_output
 
     judged = [args.topology, args.src, args.dst]
     if any(judged) and not all(judged):
         raise InputError("--topology, --src and --dst go together")
-    parsed = parse(args.tool, _read(args.file))
-    result: Dict[str, Any] = {"tool": args.tool, "summary": parsed.summary}
+    topo = None
     if args.topology:
         from labtools.model.catalog import load_topology
-        from labtools.judge.verdicts import verdicts_for
 
         topo = load_topology(args.topology)
-        table = verdicts_for(parsed, topo, args.src, args.dst)
-        result["verdicts"] = json.loads(table.to_json(orient="records"))
+    m = judge_output(args.tool, _read(args.file), topo, args.src or "", args.dst or "")
+    result: Dict[str, Any] = {"tool": args.tool, "summary": m.parsed.summary}
+    if topo is not None:
+        result["verdicts"] = [v.as_dict() for v in m.verdicts]
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    for key, value in parsed.summary.items():
+    for key, value in m.parsed.summary.items():
         print(f"{key:<22}{_fmt(value)}")
     for row in result.get("verdicts", []):
-        print(f"{row['verdict'].upper():<11}{row['metric']}: {row['reason']}")
+        print(f"{row['verdict'].upper():<13}{row['metric']}: {row['reason']}")
     return 0
 
 

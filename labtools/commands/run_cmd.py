@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List
 
-
 CASES = ("udp", "link", "path", "mux", "parallel", "all")
 
 
@@ -25,7 +24,8 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("run", help="run a test case on a real Mininet network",
                        description="Run udp, link, path, mux, parallel (or all) on a real "
                        "network built from TOPOLOGY; print expected vs measured with verdicts.")
-    p.add_argument("topology", metavar="TOPOLOGY", help="e.g. portfolio, dumbbell,pairs=3, or a file")
+    p.add_argument("topology", metavar="TOPOLOGY",
+                   help="e.g. portfolio, dumbbell,pairs=3, or a file")
     p.add_argument("case", choices=CASES, metavar="CASE", help=", ".join(CASES))
     p.add_argument("--duration", type=float, default=10, metavar="S",
                    help="seconds per throughput run (default 10)")
@@ -41,18 +41,19 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the case(s) here, or in the VM when this kernel cannot."""
-    from labtools.system.capabilities import native_network_ok
-    from labtools.model.catalog import load_cases, load_topology
     from labtools.lab.cases import CASE_NAMES, derive_plan
+    from labtools.model.catalog import load_cases, load_topology
     from labtools.results.store import ResultStore
-    from labtools.tools.args import check_duration, check_rate
+    from labtools.system.capabilities import native_network_ok
     from labtools.system.vm import in_vm, run_in_vm
+    from labtools.tools.args import check_duration, check_rate
 
     check_duration(args.duration)
     if args.rate is not None:
         check_rate(args.rate)
     topo = load_topology(args.topology)  # refuse bad input before anything boots
     plan = derive_plan(topo, load_cases(args.topology))
+    plan.require_pairs(topo)
     args.results = str(ResultStore(args.results).path)  # a store that cannot open fails here, first
     if not in_vm() and not native_network_ok():
         results_dir = Path(args.results).resolve().parent
@@ -63,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_here(args: argparse.Namespace, topo: Any, plan: Any, names: List[str]) -> int:
+    from labtools.judge.policy import run_durations
     from labtools.lab.cases import run_case
     from labtools.lab.session import LabSession
 
@@ -72,7 +74,10 @@ def _run_here(args: argparse.Namespace, topo: Any, plan: Any, names: List[str]) 
     results: List[Dict[str, Any]] = []
     say(f"starting {topo.name} ({len(topo.hosts)} hosts, {len(topo.routers)} routers, "
         f"{len(topo.switches)} switches)...")
-    with LabSession(topo, switch=args.switch, results=args.results) as lab:
+    with LabSession(topo, switch=args.switch, results=args.results,
+                    durations=run_durations(args.duration)) as lab:
+        if lab.machine is not None:
+            say(lab.machine.describe())
         for name in names:
             lab.case = name
             results.append(run_case(lab, name, plan, args.duration, args.rate, say))

@@ -2,7 +2,8 @@
 
 The student computes a value by hand (an RTT, a bottleneck, a goodput ceiling, a
 bandwidth-delay product, a fair share) before measuring; :func:`check` compares it with the
-kit's calculator (:mod:`labtools.model.expect`, :mod:`labtools.model.fairness`) and, when it is wrong,
+kit's calculator (:mod:`labtools.model.expect`, :mod:`labtools.model.fairness`) and, when
+it is wrong,
 recognises common mistakes by recomputing the value each mistake produces.
 
 Questions and their keyword arguments (units are in the names): ``rtt_ms`` (src, dst):
@@ -30,9 +31,9 @@ import numbers
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Sequence, Tuple, Union
 
-from labtools.model import expect
 from labtools.errors import InputError
-from labtools.model.fairness import Flow, max_min_shares, parse_flows
+from labtools.model import expect
+from labtools.model.fairness import Flow, crossings, max_min_shares, parse_flows
 from labtools.model.topology import Link, Topology
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -135,7 +136,7 @@ def _rtt(topo: Topology, src: str, dst: str) -> Solution:
     mistakes.append(Mistake("twice", 2 * rtt, "you doubled twice: delay_ms is already the "
                             "delay of one direction, so RTT = 2 × the sum of the delays"))
     mistakes.append(Mistake("seconds", rtt / 1000, "the answer is asked in milliseconds"))
-    return Solution(rtt, "ms", mistakes, _path_hint(info, f"RTT = 2 × the sum of one-way delays"))
+    return Solution(rtt, "ms", mistakes, _path_hint(info, "RTT = 2 × the sum of one-way delays"))
 
 
 def _rated(topo: Topology, src: str, dst: str) -> Tuple[expect.PathInfo, List[Link], float]:
@@ -143,7 +144,7 @@ def _rated(topo: Topology, src: str, dst: str) -> Tuple[expect.PathInfo, List[Li
     rated = [link for link in info.links if link.bw_mbps is not None]
     if not rated:
         raise InputError(f"the path {src} → {dst} has no rate-limited link: nothing to compute")
-    return info, rated, float(min(link.bw_mbps for link in rated))  # type: ignore[misc]
+    return info, rated, min(float(link.bw_mbps or 0) for link in rated)
 
 
 def _wrong_rates(topo: Topology, info: expect.PathInfo, rated: List[Link],
@@ -250,10 +251,7 @@ def _flow_index(flows: List[Flow], flow: Union[int, str]) -> int:
 
 def _crossings(topo: Topology, flow: Flow) -> List[Tuple[Link, bool]]:
     """(rate-limited link, forward?) pairs the flow's data crosses."""
-    info = expect.path(topo, flow.src, flow.dst)
-    nodes = list(info.nodes)
-    return [(link, nodes.index(link.a) < nodes.index(link.b))
-            for link in info.links if link.bw_mbps is not None]
+    return [(topo.links[index], forward) for index, forward in crossings(topo, flow)]
 
 
 def _equal_split(topo: Topology, flows: List[Flow], index: int) -> float:
@@ -268,7 +266,8 @@ def _equal_split(topo: Topology, flows: List[Flow], index: int) -> float:
     return best * flows[index].connections
 
 
-def _fair_share(topo: Topology, flows: Union[str, Sequence[Flow]], flow: Union[int, str]) -> Solution:
+def _fair_share(topo: Topology, flows: Union[str, Sequence[Flow]],
+                flow: Union[int, str]) -> Solution:
     spec = parse_flows(flows) if isinstance(flows, str) else list(flows)
     index = _flow_index(spec, flow)
     shares = max_min_shares(topo, spec)
@@ -282,7 +281,8 @@ def _fair_share(topo: Topology, flows: Union[str, Sequence[Flow]], flow: Union[i
     mistakes = []
     if any(f.connections > 1 for f in spec):
         per_pair = max_min_shares(topo, [Flow(f.src, f.dst, 1) for f in spec])[index]
-        many = ", ".join(f"{f.src}-{f.dst} opens {f.connections}" for f in spec if f.connections > 1)
+        many = ", ".join(f"{f.src}-{f.dst} opens {f.connections}"
+                         for f in spec if f.connections > 1)
         mistakes.append(Mistake(
             "per_pair", float(per_pair.share_mbps),  # type: ignore[arg-type]
             f"you split per host pair; max-min fairness is per connection ({many} "

@@ -1,26 +1,28 @@
 """Finding an unknown path's capacity with UDP, as a student would by hand, automated.
 
 1. Start low (``start_mbps``) and multiply the offered rate by ``factor`` each step.
-2. Watch the receiver: the knee is the first step where loss exceeds ``loss_pct`` or the
-   received rate falls below ``growth`` x the offered rate (it stops growing).
+2. Watch the receiver: the knee is the first saturated step (loss or no growth, see
+   :func:`labtools.judge.capacity.is_saturated`).
 3. Refine between the last clean rate and the knee by bisection (``refine_steps``).
-4. The estimate is the highest received rate seen at or below the knee; the table keeps
-   every step (offered, received, loss, jitter).
+4. The estimate is the highest received rate at or below the knee.
 
-The search logic is pure (:func:`is_saturated`, :func:`next_rates`); :func:`probe_capacity`
-drives any ``measure(rate_mbps) -> row`` function, such as a UDP probe on a real network.
+:func:`search_rates` is the pure search (any ``step(rate, phase) -> saturated`` function);
+:func:`capacity_search` drives it with iperf UDP probes on a real network and returns the
+judged :class:`~labtools.judge.capacity.CapacitySearch`, saved as a group of runs.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional
+from typing import TYPE_CHECKING, Callable, List, Optional
 
 from labtools.errors import InputError
+from labtools.judge.capacity import CapacitySearch, is_saturated, judge_capacity
+from labtools.judge.measurement import Measurement, ProbeCall
+from labtools.results.records import utc_now
 
-#: columns of the capacity table
-CAPACITY_COLUMNS = ["step", "phase", "offered_mbps", "received_mbps", "loss_pct", "jitter_ms",
-                    "saturated"]
+if TYPE_CHECKING:  # pragma: no cover
+    from labtools.lab.session import LabSession
 
 
 @dataclass(frozen=True)
@@ -31,8 +33,6 @@ class SearchSettings:
     factor: float = 2.0
     max_mbps: float = 1000.0
     refine_steps: int = 3
-    loss_pct: float = 1.0  #: loss above this marks saturation
-    growth: float = 0.90  #: received below growth x offered marks saturation
 
     def check(self) -> None:
         """Refuse settings that cannot converge."""
@@ -42,47 +42,14 @@ class SearchSettings:
             raise InputError("the rate factor must be > 1")
         if not 0 <= self.refine_steps <= 10:
             raise InputError("refine steps must be within 0..10")
-        if not 0 < self.growth <= 1 or not 0 <= self.loss_pct <= 100:
-            raise InputError("growth must be within (0, 1] and loss within 0..100 %")
 
 
-def is_saturated(row: Dict[str, Any], settings: SearchSettings) -> bool:
-    """True when a step shows loss above the threshold or a received rate that no longer
-    follows the offered rate."""
-    received = row.get("received_mbps")
-    if received is None:
-        return True
-    loss = row.get("loss_pct") or 0.0
-    return loss > settings.loss_pct or received < settings.growth * row["offered_mbps"]
-
-
-def probe_capacity(measure: Callable[[float], Dict[str, Any]],
-                   settings: Optional[SearchSettings] = None,
-                   progress: Optional[Callable[[str], None]] = None) -> Dict[str, Any]:
-    """Run the search; ``measure(rate)`` returns ``received_mbps``, ``loss_pct`` and
-    ``jitter_ms`` for one UDP run at ``rate`` Mbit/s.
-
-    Returns ``{"table": DataFrame (CAPACITY_COLUMNS), "estimate_mbps": float | None,
-    "knee_mbps": float | None, "last_clean_mbps": float | None}``.
-    """
-    import pandas as pd
-
-    settings = settings or SearchSettings()
+def search_rates(step: Callable[[float, str], bool], settings: SearchSettings) -> None:
+    """Ramp up by ``factor`` until ``step(rate, "ramp")`` says saturated (or ``max_mbps``
+    is passed), then bisect ``refine_steps`` times between the last clean rate and it."""
     settings.check()
-    rows: List[Dict[str, Any]] = []
-
-    def step(rate: float, phase: str) -> bool:
-        if progress is not None:
-            progress(f"{phase}: offering {rate:.3g} Mbit/s")
-        got = measure(rate)
-        row = {"step": len(rows) + 1, "phase": phase, "offered_mbps": rate,
-               "received_mbps": got.get("received_mbps"), "loss_pct": got.get("loss_pct"),
-               "jitter_ms": got.get("jitter_ms")}
-        row["saturated"] = is_saturated(row, settings)
-        rows.append(row)
-        return row["saturated"]
-
-    clean, knee = None, None
+    clean: Optional[float] = None
+    knee: Optional[float] = None
     rate = settings.start_mbps
     while rate <= settings.max_mbps:
         if step(rate, "ramp"):
@@ -90,17 +57,66 @@ def probe_capacity(measure: Callable[[float], Dict[str, Any]],
             break
         clean = rate
         rate *= settings.factor
-    if knee is not None and clean is not None:
-        low, high = clean, knee
-        for _ in range(settings.refine_steps):
-            middle = (low + high) / 2
-            if step(middle, "refine"):
-                high = middle
-            else:
-                low = middle
-        clean, knee = low, high
-    table = pd.DataFrame(rows, columns=CAPACITY_COLUMNS)
-    limit = knee if knee is not None else settings.max_mbps
-    usable = table[table["offered_mbps"] <= limit]["received_mbps"].dropna()
-    return {"table": table, "estimate_mbps": float(usable.max()) if len(usable) else None,
-            "knee_mbps": knee, "last_clean_mbps": clean}
+    if knee is None or clean is None:
+        return
+    low, high = clean, knee
+    for _ in range(settings.refine_steps):
+        middle = (low + high) / 2
+        if step(middle, "refine"):
+            high = middle
+        else:
+            low = middle
+
+
+def capacity_search(lab: "LabSession", src: str, dst: str,
+                    settings: Optional[SearchSettings] = None,
+                    step_s: Optional[float] = None,
+                    progress: Optional[Callable[[str], None]] = None) -> CapacitySearch:
+    """Search the UDP capacity from ``src`` to ``dst`` with iperf UDP steps of ``step_s``
+    seconds (default: the session's ``capacity_step_s``); every step is saved as it
+    completes, the search as a group at the end."""
+    from labtools.lab import probes
+
+    settings = settings or SearchSettings()
+    settings.check()
+    call = ProbeCall("capacity_search", {"src": src, "dst": dst,
+                                         "start_mbps": settings.start_mbps,
+                                         "factor": settings.factor,
+                                         "max_mbps": settings.max_mbps,
+                                         "refine_steps": settings.refine_steps})
+    seconds = lab.durations.capacity_step_s if step_s is None else step_s
+    lab.check_node(src)
+    lab.check_node(dst)
+
+    def run() -> CapacitySearch:
+        steps: List[Measurement] = []
+        phases: List[str] = []
+        offered: List[float] = []
+        started = utc_now()
+        with lab.group() as group_id:
+            def step(rate: float, phase: str) -> bool:
+                if progress is not None:
+                    progress(f"{phase}: offering {rate:.3g} Mbit/s")
+                m = probes.iperf_udp(lab, src, dst, rate, duration_s=seconds)
+                steps.append(m)
+                phases.append(phase)
+                offered.append(rate)
+                s = m.summary
+                return is_saturated(rate, getattr(s, "receiver_mbps", None),
+                                    getattr(s, "loss_pct", None))
+
+            search_rates(step, settings)
+            result = judge_capacity(lab.topo, src, dst, steps, phases, offered, lab.context())
+            result.group_id, result.call, result.started_at = group_id, call, started
+            result.finished_at = utc_now()
+            if lab.store is not None:
+                lab.store.save_group(
+                    group_id, "capacity", {"src": src, "dst": dst, "phases": phases,
+                                           "offered_mbps": offered},
+                    result.summary.as_dict(), [v.as_dict() for v in result.verdicts],
+                    session_id=lab.session_id, step=lab.step, call=call.as_dict(),
+                    case=lab.case, context=result.context.as_dict(), started_at=started,
+                    finished_at=result.finished_at)
+        return result
+
+    return lab.perform(call, run)

@@ -10,7 +10,7 @@ Linux bridges (no controller needed) unless Open vSwitch is asked for.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from labtools.errors import InputError
 from labtools.model.routing import Routing, compute_routing
@@ -25,7 +25,7 @@ def _node_classes() -> Tuple[type, type]:
     """Host and router classes that install the kit's static routes (built on first use)."""
     from mininet.node import Host
 
-    class LabHost(Host):  # type: ignore[misc,valid-type]
+    class LabHost(Host):
         """A host that installs the static routes the kit computed."""
 
         forwards = False
@@ -57,7 +57,8 @@ def node_options(routing: Routing, name: str) -> Dict[str, Any]:
 
 def link_options(topo: Topology, routing: Routing, index: int) -> Dict[str, Any]:
     """Mininet ``addLink`` options for link number ``index``: shaping, names, addresses."""
-    from mininet.link import Link as MnLink, TCLink
+    from mininet.link import Link as MnLink
+    from mininet.link import TCLink
 
     link = topo.links[index]
     opts: Dict[str, Any] = dict(mininet_link_params(link))
@@ -81,43 +82,54 @@ def switch_class(kind: str) -> type:
     return {"lxbr": mininet.nodelib.LinuxBridge, "ovs": mininet.node.OVSBridge}[kind]
 
 
-def to_mininet_topo(topo: Topology, switch: str = "lxbr") -> Any:
-    """A Mininet ``Topo`` equivalent to ``topo`` (also what ``mn --custom`` gets)."""
+def to_mininet_topo(topo: Topology, switch: str = "lxbr",
+                    extra: Sequence[Topology] = ()) -> Any:
+    """A Mininet ``Topo`` equivalent to ``topo`` (also what ``mn --custom`` gets), plus
+    the nodes and links of the ``extra`` topologies (separate networks in the same
+    Mininet, such as the calibration network)."""
     from mininet.topo import Topo
 
-    routing = compute_routing(topo)
     host_cls, router_cls = _node_classes()
     sw_cls = switch_class(switch)
+    parts = [(part, compute_routing(part)) for part in (topo, *extra)]
 
-    class KitTopo(Topo):  # type: ignore[misc,valid-type]
+    class KitTopo(Topo):
         def build(self) -> None:
-            for node in topo.nodes:
-                if node.kind == SWITCH:
-                    self.addSwitch(node.name, cls=sw_cls)
-                else:
-                    cls = router_cls if node.kind == ROUTER else host_cls
-                    self.addHost(node.name, cls=cls, **node_options(routing, node.name))
-            for index, link in enumerate(topo.links):
-                self.addLink(link.a, link.b, **link_options(topo, routing, index))
+            for part, routing in parts:
+                for node in part.nodes:
+                    if node.kind == SWITCH:
+                        self.addSwitch(node.name, cls=sw_cls)
+                    else:
+                        cls = router_cls if node.kind == ROUTER else host_cls
+                        self.addHost(node.name, cls=cls, **node_options(routing, node.name))
+                for index, link in enumerate(part.links):
+                    self.addLink(link.a, link.b, **link_options(part, routing, index))
 
     return KitTopo()
-
-
-def kit_tool_names() -> List[str]:
-    """Process names of the measurement tools the kit starts on hosts."""
-    return ["iperf", "iperf3", "ping", "simpleperf"]
 
 
 class MininetBackend:
     """A running Mininet network built from a topology; the lab session drives it.
 
-    Commands run on hosts as argument lists through ``mnexec`` (no shell involved).
+    With ``calibration``, the small network of :mod:`labtools.lab.calibration` is built
+    beside the lab's (its nodes are in :attr:`calibration_nodes`). Commands run on hosts as
+    argument lists through ``mnexec`` (no shell involved).
     """
 
-    def __init__(self, topo: Topology, switch: str = "lxbr") -> None:
+    def __init__(self, topo: Topology, switch: str = "lxbr", calibration: bool = False) -> None:
         self.topo = topo
         self.switch = switch
         self._net: Any = None
+        self.calibration_topo: Optional[Topology] = None
+        if calibration:
+            from labtools.lab.calibration import calibration_topology
+
+            self.calibration_topo = calibration_topology(set(topo.names()))
+
+    @property
+    def calibration_nodes(self) -> Tuple[str, ...]:
+        """Names of the calibration network's nodes (empty without one)."""
+        return tuple(self.calibration_topo.names()) if self.calibration_topo else ()
 
     def start(self) -> None:
         """Build and start the network (links shaped, routes installed, bridges up)."""
@@ -125,8 +137,9 @@ class MininetBackend:
         from mininet.net import Mininet
 
         setLogLevel("error")
-        self._net = Mininet(topo=to_mininet_topo(self.topo, self.switch), controller=None,
-                            autoSetMacs=True, waitConnected=False, build=False)
+        extra = (self.calibration_topo,) if self.calibration_topo else ()
+        self._net = Mininet(topo=to_mininet_topo(self.topo, self.switch, extra),
+                            controller=None, autoSetMacs=True, waitConnected=False, build=False)
         try:
             self._net.build()
             self._net.start()

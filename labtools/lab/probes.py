@@ -1,37 +1,43 @@
-"""Probes on Mininet hosts: build the arguments, run the tool, parse, save.
+"""Probes on Mininet hosts: each one measures, judges and saves in one step.
 
-Each probe takes a running :class:`~labtools.lab.session.LabSession`; servers are started and
-stopped by the probe. Every probe has a time-out (its duration plus
-:data:`~labtools.lab.session.TIMEOUT_MARGIN_S`); a hung or killed server gives a typed error and
-the raw output is saved with it.
+Every probe takes a running :class:`~labtools.lab.session.LabSession`, builds the tool's
+arguments (:mod:`labtools.tools.args`), starts the server it needs, runs the client with a
+time-out, parses and judges the output (:mod:`labtools.judge.measurement`) and saves the
+judged measurement before returning it. A failure (hung or killed server, output that does
+not parse) is saved with its raw output and raised as a typed error.
+
+Durations and counts left out come from the session (``lab.durations``, see
+:mod:`labtools.judge.policy`); a throughput run leaves out its warm-up (iperf3 ``-O``).
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence
 
-from labtools.tools import args as toolargs
-from labtools.errors import LabtoolsError, ProbeTimeout, ToolError
-from labtools.lab.session import TIMEOUT_MARGIN_S, LabSession, Measurement, wait_output
-from labtools.tools.parsers import parse
+from labtools.errors import LabtoolsError, ToolError
+from labtools.judge import policy
+from labtools.judge.measurement import JudgeContext, Measurement, ProbeCall, judge_parsed
+from labtools.judge.shares import FlowsMeasurement, flows_spec, judge_flows
+from labtools.lab.processes import TIMEOUT_MARGIN_S, wait_output
 from labtools.lab.startgate import StartGate
+from labtools.model.fairness import Flow
+from labtools.results.records import utc_now
+from labtools.tools import args as toolargs
+from labtools.tools.parsers import parse
+from labtools.tools.parsers.base import Parsed
 
-#: A minimum RTT comes from a dense train of pings: 60 echoes 50 ms apart (3 s). Under
-#: software emulation a busy emulated machine answers faster than an idle one, whose
-#: CPUs wake late for every timer; on the reference topology the minimum of 60 pings 50 ms
-#: apart was 0.4-1.1 ms closer to the path's propagation RTT than that of 20 pings 0.2 s
-#: apart (measured side by side; README, "Where the kernel cannot emulate"). On a native
-#: kernel both agree.
-MIN_RTT_PING_COUNT = 60
-MIN_RTT_PING_INTERVAL_S = 0.05
+if TYPE_CHECKING:  # pragma: no cover
+    from labtools.lab.session import LabSession
+
+#: seconds the clients of concurrent flows get to reach the start gate
+GATE_READY_S = 30.0
 
 
-def _measure(lab: LabSession, tool: str, src: str, dst: str, argv: List[str],
-             timeout_s: float, check: Optional[Callable[[Any], None]] = None) -> Measurement:
-    """Run ``argv`` on ``src``, parse as ``tool``, save; save the failure too."""
-    from labtools.results.store import utc_now
-
+def run_tool(lab: "LabSession", tool: str, src: str, dst: str, argv: List[str],
+             timeout_s: float, context: JudgeContext, call: ProbeCall,
+             check: Optional[Callable[[Parsed], None]] = None) -> Measurement:
+    """Run ``argv`` on ``src``, parse as ``tool``, judge, save; save a failure too."""
     raw, started = "", utc_now()
     try:
         raw = lab.run(src, argv, timeout_s)
@@ -39,149 +45,173 @@ def _measure(lab: LabSession, tool: str, src: str, dst: str, argv: List[str],
         if check is not None:
             check(parsed)
     except LabtoolsError as err:
-        lab.save_failure(tool, src, dst, argv, raw, err, started)
+        lab.save_failure(tool, src, dst, argv, raw, err, started, call)
         raise
-    measurement = Measurement(tool, src, dst, argv, parsed, started_at=started)
-    lab.save(measurement)
-    return measurement
+    m = judge_parsed(parsed, lab.topo, src, dst, context, argv, started_at=started, call=call)
+    lab.save(m)
+    return m
 
 
-def ping(lab: LabSession, src: str, dst: str, count: int = 10, interval_s: float = 0.2,
-         size_bytes: int = 56) -> Measurement:
-    """``ping`` from ``src`` to ``dst``: per-reply RTTs (ms) and the summary."""
+def ping(lab: "LabSession", src: str, dst: str, count: Optional[int] = None,
+         interval_s: Optional[float] = None, size_bytes: int = 56) -> Measurement:
+    """``ping`` from ``src`` to ``dst`` (by default the dense train of the session's
+    durations): per-reply RTTs (ms), the summary and the verdict on the minimum RTT."""
+    call = ProbeCall("ping", {"src": src, "dst": dst, "size_bytes": size_bytes})
+    count = lab.durations.ping_count if count is None else count
+    interval_s = lab.durations.ping_interval_s if interval_s is None else interval_s
     argv = toolargs.ping_args(lab.ip_towards(src, dst), count, interval_s, size_bytes)
     timeout = count * interval_s + TIMEOUT_MARGIN_S
-    return _measure(lab, "ping", src, dst, argv, timeout)
+    return lab.perform(call, lambda: run_tool(lab, "ping", src, dst, argv, timeout,
+                                              lab.context(), call))
 
 
-def _iperf3_ok(parsed: Any) -> None:
+def _iperf3_ok(parsed: Parsed) -> None:
     if parsed.summary.get("error") and parsed.summary.get("receiver_mbps") is None:
         raise ToolError(f"iperf3: {parsed.summary['error']}")
 
 
-def iperf3(lab: LabSession, src: str, dst: str, duration_s: float = 10,
-           interval_s: float = 1, omit_s: float = 0, window_bytes: Optional[int] = None,
-           parallel: int = 1, reverse: bool = False, bidir: bool = False, udp: bool = False,
-           rate_mbps: Optional[float] = None, port: int = toolargs.DEFAULT_PORT) -> Measurement:
+def iperf3(lab: "LabSession", src: str, dst: str, duration_s: Optional[float] = None,
+           interval_s: float = 1, omit_s: Optional[float] = None,
+           window_bytes: Optional[int] = None, parallel: int = 1, reverse: bool = False,
+           bidir: bool = False, udp: bool = False, rate_mbps: Optional[float] = None,
+           port: int = toolargs.DEFAULT_PORT) -> Measurement:
     """iperf3 from ``src`` (client) to a server the probe starts on ``dst``; JSON output
-    with the server's own report (the receiver side)."""
+    with the server's own report (the receiver side). The warm-up (``omit_s``, by default
+    :func:`labtools.judge.policy.warmup_s`) is left out with ``-O``."""
+    call = ProbeCall("iperf3", {"src": src, "dst": dst, "window_bytes": window_bytes,
+                                "parallel": parallel, "reverse": reverse, "bidir": bidir,
+                                "udp": udp, "rate_mbps": rate_mbps})
+    duration_s = lab.durations.tcp_s if duration_s is None else duration_s
+    omit_s = (0.0 if udp else policy.warmup_s(duration_s)) if omit_s is None else omit_s
     argv = toolargs.iperf3_client_args(
         lab.ip_towards(src, dst), duration_s, interval_s, omit_s, window_bytes, parallel,
         reverse, bidir, udp, rate_mbps, port)
-    with lab.server(dst, toolargs.iperf3_server_args(port), port):
-        return _measure(lab, "iperf3", src, dst, argv, duration_s + omit_s + TIMEOUT_MARGIN_S,
-                        _iperf3_ok)
+    context = lab.context(warmup_s=omit_s, offered_mbps=rate_mbps if udp else None,
+                          window_bytes=window_bytes)
+
+    def measure() -> Measurement:
+        with lab.server(dst, toolargs.iperf3_server_args(port), port):
+            return run_tool(lab, "iperf3", src, dst, argv, duration_s + omit_s + TIMEOUT_MARGIN_S,
+                            context, call, _iperf3_ok)
+
+    return lab.perform(call, measure)
 
 
-def iperf_udp(lab: LabSession, src: str, dst: str, rate_mbps: float, duration_s: float = 10,
-              datagram_bytes: int = 1470, interval_s: Optional[float] = None,
-              port: int = 5001) -> Measurement:
+def iperf_udp(lab: "LabSession", src: str, dst: str, rate_mbps: float,
+              duration_s: Optional[float] = None, datagram_bytes: int = 1470,
+              interval_s: Optional[float] = None, port: int = 5001) -> Measurement:
     """iperf 2 UDP at ``rate_mbps`` from ``src`` to a server on ``dst``; the summary carries
     the server report (received rate, jitter, lost/total)."""
+    call = ProbeCall("iperf_udp", {"src": src, "dst": dst, "rate_mbps": rate_mbps,
+                                   "datagram_bytes": datagram_bytes})
+    duration_s = lab.durations.udp_s if duration_s is None else duration_s
     argv = toolargs.iperf2_udp_client_args(lab.ip_towards(src, dst), rate_mbps, duration_s,
                                            datagram_bytes, interval_s, port)
 
-    def has_report(parsed: Any) -> None:
+    def has_report(parsed: Parsed) -> None:
         if parsed.summary.get("receiver_mbps") is None:
             raise ToolError(f"iperf UDP {src}->{dst}: no server report (server gone or all lost)")
 
-    with lab.server(dst, toolargs.iperf2_server_args(udp=True, port=port), port, udp=True):
-        return _measure(lab, "iperf", src, dst, argv, duration_s + TIMEOUT_MARGIN_S, has_report)
+    def measure() -> Measurement:
+        with lab.server(dst, toolargs.iperf2_server_args(udp=True, port=port), port, udp=True):
+            return run_tool(lab, "iperf", src, dst, argv, duration_s + TIMEOUT_MARGIN_S,
+                            lab.context(offered_mbps=rate_mbps), call, has_report)
+
+    return lab.perform(call, measure)
 
 
-def simpleperf(lab: LabSession, src: str, dst: str, duration_s: float = 10,
+def simpleperf(lab: "LabSession", src: str, dst: str, duration_s: Optional[float] = None,
                interval_s: float = 1, parallel: int = 1, port: int = 8088) -> Measurement:
     """The kit's simpleperf from ``src`` to a server on ``dst``; the server's byte count
-    is the receiver side."""
+    is the receiver side, judged after the warm-up."""
+    call = ProbeCall("simpleperf", {"src": src, "dst": dst, "parallel": parallel})
+    duration_s = lab.durations.tcp_s if duration_s is None else duration_s
     server_ip = lab.ip_towards(src, dst)
     argv = toolargs.simpleperf_client_args(server_ip, duration_s, interval_s, parallel, port)
-    with lab.server(dst, toolargs.simpleperf_server_args(server_ip, port), port):
-        return _measure(lab, "simpleperf", src, dst, argv, duration_s + TIMEOUT_MARGIN_S)
+    context = lab.context(warmup_s=policy.warmup_s(duration_s))
+
+    def measure() -> Measurement:
+        with lab.server(dst, toolargs.simpleperf_server_args(server_ip, port), port):
+            return run_tool(lab, "simpleperf", src, dst, argv, duration_s + TIMEOUT_MARGIN_S,
+                            context, call)
+
+    return lab.perform(call, measure)
 
 
-#: seconds the clients of concurrent flows get to reach the start gate
-GATE_READY_S = 30.0
+def concurrent_iperf3(lab: "LabSession", flows: Sequence[Flow],
+                      duration_s: Optional[float] = None, omit_s: Optional[float] = None,
+                      interval_s: float = 1,
+                      window_bytes: Optional[int] = None) -> FlowsMeasurement:
+    """Several iperf3 flows at once, each to its own server, released together through a
+    :class:`StartGate`; judged against their max-min fair shares (a flow's connections
+    become ``-P``). Every flow's output is saved, the failed ones too, before an error is
+    raised; the set is saved as a group with the start spread and the verdicts."""
+    flows = list(flows)
+    call = ProbeCall("concurrent_iperf3", {"flows": flows_spec(flows),
+                                           "window_bytes": window_bytes})
+    duration_s = lab.durations.sharing_s if duration_s is None else duration_s
+    omit_s = policy.warmup_s(duration_s) if omit_s is None else omit_s
+    argvs = [toolargs.iperf3_client_args(
+        lab.ip_towards(f.src, f.dst), duration_s, interval_s, omit_s, window_bytes,
+        f.connections, port=toolargs.DEFAULT_PORT + i) for i, f in enumerate(flows)]
+    return lab.perform(call, lambda: _run_flows(lab, flows, argvs, duration_s + omit_s,
+                                                omit_s, call))
 
 
-def concurrent_iperf3(lab: LabSession, flows: List[Any], duration_s: float = 10,
-                      omit_s: float = 0, interval_s: float = 1,
-                      window_bytes: Optional[int] = None) -> List[Measurement]:
-    """Several iperf3 flows at once, each to its own server (distinct ports); the clients
-    are spawned first and then released together through a :class:`StartGate`
-    (``extra["start_spread_ms"]``: from the release until the last one runs its tool; about
-    50 ms under software emulation, where spawning them one by one spread them over 70-100
-    ms). ``flows`` are
-    :class:`~labtools.model.fairness.Flow` (a flow's connections become ``-P``)."""
-    servers, clients = [], []
-    try:
-        for index, flow in enumerate(flows):
-            port = toolargs.DEFAULT_PORT + index
-            argv = toolargs.iperf3_client_args(
-                lab.ip_towards(flow.src, flow.dst), duration_s, interval_s, omit_s,
-                window_bytes, flow.connections, port=port)
-            server = lab.server(flow.dst, toolargs.iperf3_server_args(port), port)
-            server.__enter__()
-            servers.append(server)
-            clients.append((flow, argv))
-        with StartGate(len(clients)) as gate:  # spawn them all, then start them at once
-            procs = [(flow, argv, lab.start_process(flow.src, gate.wrap(argv, i)))
-                     for i, (flow, argv) in enumerate(clients)]
-            gate.wait_ready([p for _, _, p in procs], GATE_READY_S)
-            started = time.monotonic()
-            spread_ms = gate.release([p.pid for _, _, p in procs]) * 1e3
-        results = []
-        for flow, argv, proc in procs:
-            timeout = max(1.0, duration_s + omit_s + TIMEOUT_MARGIN_S - (time.monotonic() - started))
-            raw = ""
-            try:
-                raw = wait_output(proc, argv, flow.src, timeout)
-                parsed = parse("iperf3", raw)
-                _iperf3_ok(parsed)
-            except (LabtoolsError, ProbeTimeout) as err:
-                lab.save_failure("iperf3", flow.src, flow.dst, argv, raw, err)
-                raise
-            m = Measurement("iperf3", flow.src, flow.dst, argv, parsed,
-                            extra={"start_spread_ms": round(spread_ms, 3)})
+def _run_flows(lab: "LabSession", flows: List[Flow], argvs: List[List[str]], seconds: float,
+               omit_s: float, call: ProbeCall) -> FlowsMeasurement:
+    from contextlib import ExitStack
+
+    with ExitStack() as servers, lab.group() as group_id:
+        for i, flow in enumerate(flows):
+            port = toolargs.DEFAULT_PORT + i
+            servers.enter_context(lab.server(flow.dst, toolargs.iperf3_server_args(port), port))
+        with StartGate(len(flows)) as gate:  # spawn them all, then start them at once
+            procs = [lab.start_process(f.src, gate.wrap(argv, i))
+                     for i, (f, argv) in enumerate(zip(flows, argvs))]
+            gate.wait_ready(procs, GATE_READY_S)
+            started, began = utc_now(), time.monotonic()
+            spread_ms = round(gate.release([p.pid for p in procs]) * 1e3, 3)
+        outputs = _collect(lab, flows, argvs, procs, seconds + TIMEOUT_MARGIN_S, began, started,
+                           call)
+        metas = [{"started_at": started, "finished_at": utc_now(), "call": call,
+                  "extra": {"start_spread_ms": spread_ms}} for _ in flows]
+        context = lab.context(warmup_s=omit_s)
+        result = judge_flows(lab.topo, flows, outputs, context, argvs, spread_ms, metas)
+        for m in result.measurements:
             lab.save(m)
-            results.append(m)
-        return results
-    finally:
-        for server in reversed(servers):
-            server.__exit__(None, None, None)
+        result.group_id, result.call, result.started_at = group_id, call, started
+        result.finished_at = utc_now()
+        if lab.store is not None:
+            lab.store.save_group(
+                group_id, "flows", {"flows": flows_spec(flows), "start_spread_ms": spread_ms},
+                result.summary.as_dict(), [v.as_dict() for v in result.verdicts],
+                session_id=lab.session_id, step=lab.step, call=call.as_dict(), case=lab.case,
+                context=context.as_dict(), started_at=started, finished_at=result.finished_at)
+    return result
 
 
-def shares_table(lab: LabSession, flows: List[Any], measurements: List[Measurement]) -> Dict[str, Any]:
-    """Measured receiver rates next to the max-min expectation, with Jain's index over
-    the per-connection rates and a verdict per flow."""
-    import pandas as pd
-
-    from labtools.model.expect import bottleneck, tcp_goodput_ceiling_mbps
-    from labtools.model.fairness import jain_index, max_min_shares
-    from labtools.judge.verdicts import compare, share_verdicts
-
-    expected = max_min_shares(lab.topo, flows)
-    rows = []
-    for flow, share, m in zip(flows, expected, measurements):
-        ceiling = None if share.share_mbps is None else tcp_goodput_ceiling_mbps(share.share_mbps)
-        rows.append({"flow": f"{flow.src}-{flow.dst}", "connections": flow.connections,
-                     "expected_share_mbps": share.share_mbps,
-                     "expected_goodput_mbps": ceiling,
-                     "measured_mbps": m.summary.get("receiver_mbps"),
-                     "sender_mbps": m.summary.get("sender_mbps"),
-                     "limited_by": share.limited_by})
-    table = pd.DataFrame(rows)
-    per_conn = [r["measured_mbps"] / r["connections"] for r in rows if r["measured_mbps"]]
-    limits = {s.limited_by for s in expected if s.limited_by}
-    shared = limits.pop() if len(limits) == 1 else None
-    cap = None
-    if shared is not None:
-        cap = tcp_goodput_ceiling_mbps(lab.topo.link(shared).bw_mbps)
-    alone = []
-    for flow in flows:
-        link_mbps = bottleneck(lab.topo, flow.src, flow.dst)[0]
-        alone.append(None if link_mbps is None else tcp_goodput_ceiling_mbps(link_mbps))
-    verdicts = compare(share_verdicts(
-        table["measured_mbps"].tolist(), table["expected_goodput_mbps"].tolist(),
-        table["flow"].tolist(), cap, alone))
-    jain = jain_index(per_conn) if per_conn and any(per_conn) else None
-    return {"table": table, "verdicts": verdicts, "jain_index": jain}
+def _collect(lab: "LabSession", flows: List[Flow], argvs: List[List[str]], procs: List[Any],
+             timeout_s: float, began: float, started: str, call: ProbeCall) -> List[Parsed]:
+    """Every flow's parsed output; the failures are saved, then the first one is raised."""
+    outputs: List[Optional[Parsed]] = []
+    failure: Optional[LabtoolsError] = None
+    for flow, argv, proc in zip(flows, argvs, procs):
+        raw = ""
+        try:
+            left = max(1.0, timeout_s - (time.monotonic() - began))
+            raw = wait_output(proc, argv, flow.src, left)
+            parsed = parse("iperf3", raw)
+            _iperf3_ok(parsed)
+            outputs.append(parsed)
+        except LabtoolsError as err:
+            lab.save_failure("iperf3", flow.src, flow.dst, argv, raw, err, started, call)
+            outputs.append(None)
+            failure = failure or err
+    if failure is not None:
+        for flow, argv, done in zip(flows, argvs, outputs):
+            if done is not None:  # finished fine: keep it, judged alone (its set failed)
+                lab.save(judge_parsed(done, lab.topo, flow.src, flow.dst, lab.context(),
+                                      argv, started_at=started, call=call))
+        raise failure
+    return [p for p in outputs if p is not None]

@@ -1,87 +1,105 @@
 """A lab session: a real Mininet network from a topology, probes on its hosts, results saved.
 
     from labtools.lab.session import LabSession
+    from labtools.lab import probes
     with LabSession("portfolio") as lab:
-        m = lab.ping("h1", "h4", count=10)
-        print(m.summary["min_ms"], lab.expected("h1", "h4")["rtt_ms"])
+        m = probes.ping(lab, "h1", "h4")
+        print(m.summary.min_ms, m.expected.rtt_ms, m.verdict)
 
 Stopping always happens (exceptions, Ctrl-C and SIGTERM included). Every measurement is
-saved to the results store the moment it completes, errors with their raw output too.
+saved to the results store the moment it completes, with its verdicts; failures with their
+raw output too. At start the session calibrates this machine (:mod:`.calibration`) on a
+small network of its own, and every verdict takes that into account.
+
+Each probe call is one *step* of the session (:meth:`LabSession.perform`), saved with its
+arguments; a replaying session (:mod:`labtools.lab.replay`) answers the same calls from a
+results file instead of a network.
 """
 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import time
+import uuid
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, TypeVar, Union
 
 from labtools.errors import (
-    EnvironmentProblem, LabtoolsError, NoRouteError, ProbeTimeout, ToolError, UnknownNodeError,
+    EnvironmentProblem,
+    LabtoolsError,
+    NoRouteError,
+    ProbeTimeout,
+    ToolError,
+    UnknownNodeError,
 )
-from labtools.tools.parsers.base import Parsed
+from labtools.judge import policy
+from labtools.judge.machine import MachineProfile
+from labtools.judge.measurement import JudgeContext, Measurement, ProbeCall
+from labtools.lab.processes import (
+    SERVER_POLL_S,
+    SERVER_READY_S,
+    SERVER_START_S,
+    last_line,
+    listening,
+    terminate,
+    wait_output,
+)
+from labtools.model.expect import PairExpectation, expect_pair
+from labtools.model.routing import compute_routing
 from labtools.model.topology import SWITCH, Topology
+from labtools.results.records import RunRecord, utc_now
 
-#: seconds a probe may take beyond its own duration before it counts as hung
-TIMEOUT_MARGIN_S = 20.0
-SERVER_START_S = 0.5
-#: seconds a server may take to start listening (slow under software emulation)
-SERVER_READY_S = 30.0
+if TYPE_CHECKING:  # pragma: no cover
+    from labtools.lab.network import MininetBackend
+    from labtools.results.store import ResultStore
 
-
-@dataclass
-class Measurement:
-    """One finished measurement: the parsed output and where it was saved."""
-
-    tool: str
-    src: str
-    dst: str
-    command: List[str]
-    parsed: Parsed
-    run_id: Optional[int] = None
-    extra: Dict[str, Any] = field(default_factory=dict)
-    started_at: str = ""  #: ISO 8601 UTC, when the tool was started
-
-    @property
-    def summary(self) -> Dict[str, Any]:
-        """The parser's summary (Mbit/s, ms)."""
-        return self.parsed.summary
-
-    @property
-    def table(self) -> Any:
-        """The parser's tidy per-sample table."""
-        return self.parsed.table
+T = TypeVar("T")
+DEFAULT_RESULTS = "results/labtools.sqlite"
 
 
-def _load(topology: Union[str, Topology]) -> Topology:
+def load_topology(topology: Union[str, Topology]) -> Topology:
+    """A topology by spec (``portfolio``, ``dumbbell,pairs=3``, a file) or as given."""
     if isinstance(topology, Topology):
-        from labtools.model.routing import compute_routing
-
         compute_routing(topology)
         return topology
-    from labtools.model.catalog import load_topology
+    from labtools.model.catalog import load_topology as load
 
-    return load_topology(topology)
+    return load(topology)
 
 
 class LabSession:
-    """Start ``topology`` as a real network; stop it on exit, whatever happens."""
+    """Start ``topology`` as a real network; stop it on exit, whatever happens.
+
+    Args:
+        topology: a topology or its spec.
+        switch: ``lxbr`` (Linux bridge) or ``ovs``.
+        results: the results store's file (None: nothing is saved).
+        case: a label saved with every measurement (the notebook or test case).
+        durations: default durations of the probes (:func:`labtools.judge.policy.durations`).
+        calibrate: measure this machine at start (a few seconds); the verdicts use it.
+    """
+
+    replaying = False
 
     def __init__(self, topology: Union[str, Topology], switch: str = "lxbr",
-                 results: Union[str, Path, None] = "results/labtools.sqlite",
-                 case: str = "") -> None:
-        self.topo = _load(topology)
+                 results: Union[str, Path, None] = DEFAULT_RESULTS, case: str = "",
+                 durations: Optional[policy.Durations] = None, calibrate: bool = True) -> None:
+        self.topo = load_topology(topology)
         self.switch = switch
         self.case = case
+        self.durations = durations or policy.durations(quick=False)
+        self.calibrate = calibrate
+        self.machine: Optional[MachineProfile] = None
+        self.session_id = uuid.uuid4().hex
+        self.step = 0
         self._results_path = results
-        self.store: Any = None
-        self._backend: Any = None
-        self._servers: List[subprocess.Popen] = []
+        self.store: Optional["ResultStore"] = None
+        self._backend: Optional["MininetBackend"] = None
+        self._servers: List["subprocess.Popen[str]"] = []
         self._guard: Any = None
+        self._group: Optional[str] = None
         self._versions: Dict[str, Optional[str]] = {}
 
     # --- lifecycle --------------------------------------------------------------------
@@ -92,34 +110,49 @@ class LabSession:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    @property
+    def running(self) -> bool:
+        """True while the network is up."""
+        return self._backend is not None
+
     def start(self) -> None:
-        """Check the machine, open the results store and start the network."""
-        from labtools.system.cleanup import guard_signals
+        """Check the machine, open the results store, start the network, calibrate."""
         from labtools.lab.network import MininetBackend
+        from labtools.system.cleanup import guard_signals
 
+        if self.running:
+            return
         _require_capable_kernel()
-        if self._results_path is not None:
-            from labtools.results.store import ResultStore
-
-            self.store = ResultStore(self._results_path)
+        self.open_store()
         self._guard = guard_signals()
         self._guard.__enter__()
-        self._backend = MininetBackend(self.topo, self.switch)
+        self._backend = MininetBackend(self.topo, self.switch, calibration=self.calibrate)
         try:
             self._backend.start()
+            if self.calibrate:
+                from labtools.lab.calibration import calibrate
+
+                self.machine = calibrate(self, self._backend.calibration_nodes)
         except BaseException:
             self.stop()
             raise
+
+    def open_store(self) -> None:
+        """Open the results store (before anything runs, so a bad path fails first)."""
+        if self._results_path is not None and self.store is None:
+            from labtools.results.store import ResultStore
+
+            self.store = ResultStore(self._results_path)
 
     def stop(self) -> None:
         """Stop servers and the network (idempotent)."""
         try:
             for proc in self._servers:
-                _terminate(proc)
+                terminate(proc)
             self._servers.clear()
             if self._backend is not None:
-                self._backend.stop()
-                self._backend = None
+                backend, self._backend = self._backend, None
+                backend.stop()
         finally:
             if self._guard is not None:
                 guard, self._guard = self._guard, None
@@ -135,29 +168,50 @@ class LabSession:
 
     def ip_towards(self, src: str, dst: str) -> str:
         """The address of ``dst`` that ``src`` reaches it at."""
-        from labtools.model.routing import compute_routing
-
         self.check_node(src)
         self.check_node(dst)
         if src == dst:
             raise NoRouteError(f"source and destination are both {src!r}")
         return compute_routing(self.topo).target(src, dst).ip
 
-    def expected(self, src: str, dst: str) -> Dict[str, Any]:
-        """Expected values between ``src`` and ``dst`` (see ``labtools.model.expect``)."""
-        from labtools.model.expect import expect_pair
-
+    def expected(self, src: str, dst: str) -> PairExpectation:
+        """Expected values between ``src`` and ``dst`` (see :mod:`labtools.model.expect`)."""
         return expect_pair(self.topo, src, dst)
 
+    def context(self, **values: Any) -> JudgeContext:
+        """A judging context with this session's calibration."""
+        return JudgeContext(machine=self.machine, **values)
+
+    # --- steps ------------------------------------------------------------------------------
+    def perform(self, call: ProbeCall, measure: Callable[[], T]) -> T:
+        """Run one probe call as the next step of the session (calls made inside a group,
+        such as the steps of a capacity search, are part of the group's step)."""
+        if self._group is None:
+            self.step += 1
+        return measure()
+
+    @contextmanager
+    def group(self) -> Iterator[str]:
+        """Runs saved inside the block belong to one new group (its id is yielded)."""
+        previous, self._group = self._group, uuid.uuid4().hex
+        try:
+            yield self._group
+        finally:
+            self._group = previous
+
     # --- running things on hosts --------------------------------------------------------
-    def _backend_or_fail(self) -> Any:
+    def _backend_or_fail(self) -> "MininetBackend":
         if self._backend is None:
-            raise EnvironmentProblem("the lab network is not running (use `with LabSession(...)`)")
+            raise EnvironmentProblem("the lab network is not running: run lab.start() first")
         return self._backend
 
-    def start_process(self, host: str, argv: List[str]) -> subprocess.Popen:
+    def start_process(self, host: str, argv: List[str]) -> "subprocess.Popen[str]":
         """Start ``argv`` on ``host`` (no shell); the caller waits for it."""
-        return self._backend_or_fail().popen(self.check_node(host), argv)
+        return self._backend_or_fail().popen(self._node(host), argv)
+
+    def _node(self, host: str) -> str:
+        backend = self._backend_or_fail()
+        return host if host in backend.calibration_nodes else self.check_node(host)
 
     def run(self, host: str, argv: List[str], timeout_s: float) -> str:
         """Run ``argv`` on ``host`` and return its output (stdout and stderr together).
@@ -168,128 +222,73 @@ class LabSession:
 
     @contextmanager
     def server(self, host: str, argv: List[str], port: Optional[int] = None,
-               udp: bool = False) -> Iterator[subprocess.Popen]:
+               udp: bool = False) -> Iterator["subprocess.Popen[str]"]:
         """A server running on ``host`` for the duration of the block; with ``port``, the
         block starts only once the server listens on it (at most ``SERVER_READY_S``)."""
         proc = self.start_process(host, argv)
         self._servers.append(proc)
         try:
-            deadline = time.monotonic() + SERVER_READY_S
-            while True:
-                if proc.poll() is not None:
-                    out = proc.stdout.read() if proc.stdout else ""
-                    raise ToolError(f"{argv[0]} server on {host} exited at once: "
-                                    f"{_last_line(out) or 'no output'}")
-                if port is None:
-                    time.sleep(SERVER_START_S)
-                    break
-                if listening(proc.pid, port, udp):
-                    break
-                if time.monotonic() > deadline:
-                    raise ProbeTimeout(f"{argv[0]} server on {host} did not listen on port "
-                                       f"{port} within {SERVER_READY_S:g} s")
-                time.sleep(0.05)
+            _await_server(proc, argv, host, port, udp)
             yield proc
         finally:
-            _terminate(proc)
+            terminate(proc)
             if proc in self._servers:
                 self._servers.remove(proc)
 
     # --- saving ---------------------------------------------------------------------------
-    def save(self, measurement: Measurement, status: str = "ok", error: str = "") -> Optional[int]:
-        """Save a measurement now (the store commits before this returns)."""
-        if self.store is None:
-            return None
-        from labtools.results.store import RunRecord
+    def _meta(self, tool: str, call: Optional[ProbeCall]) -> Dict[str, Any]:
+        meta: Dict[str, Any] = dict(
+            topology=self.topo, case=self.case, tool_version=self.tool_version(tool) or "",
+            session_id=self.session_id, group_id=self._group)
+        if self._group is None and call is not None:
+            meta["step"] = self.step
+        return meta
 
-        meta = dict(topology=self.topo, src=measurement.src, dst=measurement.dst,
-                    command=measurement.command, case=self.case,
-                    tool_version=self.tool_version(measurement.tool))
-        if measurement.started_at:
-            meta["started_at"] = measurement.started_at
-        if status == "ok":
-            record = RunRecord.from_parsed(measurement.parsed, **meta)
-        else:
-            record = RunRecord.from_error(measurement.tool, error, measurement.parsed.raw, **meta)
-        measurement.run_id = self.store.save(record)
-        return measurement.run_id
+    def save(self, m: Measurement) -> Optional[int]:
+        """Save a judged measurement now (the store commits before this returns)."""
+        m.finished_at = m.finished_at or utc_now()
+        if self.store is not None:
+            m.run_id = self.store.save(RunRecord.from_measurement(m, **self._meta(m.tool, m.call)))
+        return m.run_id
 
     def save_failure(self, tool: str, src: str, dst: str, argv: List[str], raw: str,
-                     err: LabtoolsError, started_at: str = "") -> None:
+                     err: LabtoolsError, started_at: str = "",
+                     call: Optional[ProbeCall] = None) -> None:
         """Keep the raw output of a failed measurement, with the reason."""
-        import pandas as pd
-
-        failed = Measurement(tool, src, dst, argv, Parsed(tool, pd.DataFrame(), {}, raw),
-                             started_at=started_at)
-        self.save(failed, status="error", error=str(err))
+        if self.store is None:
+            return
+        self.store.save(RunRecord.from_error(
+            tool, err, raw, src=src, dst=dst, command=argv, started_at=started_at or utc_now(),
+            call=None if call is None else call.as_dict(), **self._meta(tool, call)))
 
     def tool_version(self, tool: str) -> Optional[str]:
         """The version the tool reports (asked once per session)."""
         if tool not in self._versions:
-            from labtools.system.capabilities import tool_info
-
             from labtools import __version__
+            from labtools.system.capabilities import tool_info
 
             self._versions[tool] = (
                 __version__ if tool == "simpleperf" else tool_info(tool).version)
         return self._versions[tool]
 
 
-def wait_output(proc: subprocess.Popen, argv: List[str], host: str, timeout_s: float) -> str:
-    """Wait for ``proc``; its output, or :class:`ProbeTimeout` after killing it."""
-    try:
-        out, _ = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        _terminate(proc)
-        raise ProbeTimeout(
-            f"{argv[0]} on {host} did not finish within {timeout_s:g} s "
-            "(is the server hung or gone?)") from None
-    except BaseException:
-        _terminate(proc)
-        raise
-    return out or ""
-
-
-def _terminate(proc: subprocess.Popen, grace_s: float = 2.0) -> None:
-    """Stop a tool and its process group: SIGTERM, then SIGKILL after ``grace_s``."""
-    if proc.poll() is not None:
-        return
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            try:
-                proc.send_signal(sig)
-            except ProcessLookupError:
-                return
-        try:
-            proc.wait(timeout=grace_s)
+def _await_server(proc: "subprocess.Popen[str]", argv: List[str], host: str,
+                  port: Optional[int], udp: bool) -> None:
+    deadline = time.monotonic() + SERVER_READY_S
+    while True:
+        if proc.poll() is not None:
+            out = proc.stdout.read() if proc.stdout else ""
+            raise ToolError(f"{argv[0]} server on {host} exited at once: "
+                            f"{last_line(out) or 'no output'}")
+        if port is None:
+            time.sleep(SERVER_START_S)
             return
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def listening(pid: int, port: int, udp: bool = False) -> bool:
-    """True when a socket in the network namespace of process ``pid`` is bound to ``port``
-    (TCP: in LISTEN state). Reads ``/proc/PID/net``: no command runs."""
-    kinds = ("udp", "udp6") if udp else ("tcp", "tcp6")
-    wanted = f":{port:04X}"
-    for kind in kinds:
-        try:
-            with open(f"/proc/{pid}/net/{kind}", encoding="ascii") as table:
-                next(table, None)
-                for line in table:
-                    fields = line.split()
-                    if len(fields) > 3 and fields[1].endswith(wanted) and (udp or fields[3] == "0A"):
-                        return True
-        except OSError:
-            continue
-    return False
-
-
-def _last_line(text: str) -> str:
-    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-    return lines[-1] if lines else ""
+        if listening(proc.pid, port, udp):
+            return
+        if time.monotonic() > deadline:
+            raise ProbeTimeout(f"{argv[0]} server on {host} did not listen on port "
+                               f"{port} within {SERVER_READY_S:g} s")
+        time.sleep(SERVER_POLL_S)
 
 
 def _require_capable_kernel() -> None:

@@ -87,8 +87,9 @@ def _group_links(topo: Topology) -> List[List[Link]]:
     return sorted(groups.values(), key=lambda links: topo.links.index(links[0]))
 
 
-def _segment_network(links: List[Link], used: Set[ipaddress.IPv4Network]) -> ipaddress.IPv4Network:
-    given = {ipaddress.ip_interface(t).network for lk in links for t in lk.addrs.values()}
+def _segment_network(links: List[Link],
+                     used: Set[ipaddress.IPv4Network]) -> ipaddress.IPv4Network:
+    given = {ipaddress.IPv4Interface(t).network for lk in links for t in lk.addrs.values()}
     if len(given) > 1:
         labels = ", ".join(lk.label for lk in links)
         raise TopologyError(f"links {labels} form one segment but their addresses are in "
@@ -96,7 +97,7 @@ def _segment_network(links: List[Link], used: Set[ipaddress.IPv4Network]) -> ipa
     if given:
         return given.pop()
     for k in range(256):
-        candidate = ipaddress.ip_network(f"10.0.{k}.0/24")
+        candidate = ipaddress.IPv4Network(f"10.0.{k}.0/24")
         if not any(candidate.overlaps(net) for net in used):
             return candidate
     raise TopologyError("more than 256 segments: give addresses explicitly")

@@ -26,9 +26,9 @@ from types import ModuleType
 from typing import Any, Dict, List, Tuple
 
 from labtools.errors import TopologyError
-from labtools.paths import PACKAGE_PARENT
 from labtools.model.routing import compute_routing
 from labtools.model.topology import HOST, Link, Node, Topology
+from labtools.paths import PACKAGE_PARENT
 
 _LINK_KEYS = {"a", "b", "bw_mbps", "delay_ms", "loss_pct", "queue_pkts", "htb", "name", "addrs"}
 
@@ -144,8 +144,9 @@ def _import_file(path: Path) -> ModuleType:
         spec.loader.exec_module(module)
     except TopologyError:
         raise
-    except Exception as err:  # a user's file may fail in any way; report it in one line
-        raise TopologyError(f"topology file {path} failed to load: {type(err).__name__}: {err}") from None
+    except Exception as err:  # noqa: BLE001 - a user's file may fail in any way: one line
+        raise TopologyError(f"topology file {path} failed to load: "
+                            f"{type(err).__name__}: {err}") from None
     return module
 
 
@@ -167,7 +168,7 @@ def _from_python(path: Path, params: Dict[str, Any]) -> Topology:
         name, factory = next(iter(topos.items()))
         try:
             mn_topo = factory(**params)
-        except Exception as err:  # a user's Topo class may fail in any way
+        except Exception as err:  # noqa: BLE001 - a user's Topo class may fail in any way
             raise TopologyError(f"{path}: building Mininet topo {name!r} failed: {err}") from None
         return from_mininet_topo(mn_topo, name)
     raise TopologyError(f"{path} defines neither topology() nor topos = {{...}}")

@@ -101,11 +101,12 @@ def rtt_ms(topo: Topology, src: str, dst: str, frame_bytes: Optional[int] = None
 def bottleneck(topo: Topology, src: str, dst: str) -> Tuple[Optional[float], Optional[str]]:
     """The smallest rate on the forward path in Mbit/s and the label of the link that sets
     it (the first one on the way when several tie); ``(None, None)`` if nothing is shaped."""
-    rated = [link for link in path(topo, src, dst).links if link.bw_mbps is not None]
+    rated = [(link.bw_mbps, link) for link in path(topo, src, dst).links
+             if link.bw_mbps is not None]
     if not rated:
         return None, None
-    slowest = min(rated, key=lambda link: link.bw_mbps)  # min keeps the first of ties
-    return slowest.bw_mbps, slowest.label
+    rate, slowest = min(rated, key=lambda pair: pair[0])  # min keeps the first of ties
+    return rate, slowest.label
 
 
 def tcp_goodput_ceiling_mbps(rate_mbps: float) -> float:
@@ -139,29 +140,52 @@ def window_per_flow_bytes(rate_mbps: float, rtt_ms_value: float, flows: int) -> 
     return bdp_bytes(rate_mbps, rtt_ms_value) / flows
 
 
-def expect_pair(topo: Topology, src: str, dst: str) -> Dict[str, Any]:
-    """Everything expected between two nodes, as the command line prints it.
+@dataclass(frozen=True)
+class PairExpectation:
+    """Everything expected between two nodes (units in the names; None where the path is
+    not rate-limited). :meth:`as_dict` is the command line's JSON."""
 
-    Keys: ``src``, ``dst``, ``dst_ip``, ``path`` (node names), ``links`` (labels),
-    ``rtt_ms``, ``bottleneck_mbps``, ``bottleneck_link``, ``tcp_goodput_ceiling_mbps``,
-    ``udp_goodput_ceiling_mbps``, ``bdp_bytes`` (None where the path is not rate-limited).
-    """
+    src: str
+    dst: str
+    dst_ip: str
+    path: Tuple[str, ...]
+    links: Tuple[str, ...]
+    rtt_ms: float
+    bottleneck_mbps: Optional[float]
+    bottleneck_link: Optional[str]
+    tcp_goodput_ceiling_mbps: Optional[float]
+    udp_goodput_ceiling_mbps: Optional[float]
+    bdp_bytes: Optional[float]
+
+    def as_dict(self) -> Dict[str, Any]:
+        """JSON form: ``path`` and ``links`` as lists, numbers rounded as printed."""
+        def rounded(value: Optional[float], digits: int) -> Optional[float]:
+            return None if value is None else round(value, digits)
+
+        return {
+            "src": self.src, "dst": self.dst, "dst_ip": self.dst_ip,
+            "path": list(self.path), "links": list(self.links),
+            "rtt_ms": round(self.rtt_ms, 6), "bottleneck_mbps": self.bottleneck_mbps,
+            "bottleneck_link": self.bottleneck_link,
+            "tcp_goodput_ceiling_mbps": rounded(self.tcp_goodput_ceiling_mbps, 3),
+            "udp_goodput_ceiling_mbps": rounded(self.udp_goodput_ceiling_mbps, 3),
+            "bdp_bytes": None if self.bdp_bytes is None else round(self.bdp_bytes),
+        }
+
+
+def expect_pair(topo: Topology, src: str, dst: str) -> PairExpectation:
+    """Everything expected between two nodes (see :class:`PairExpectation`)."""
     info = path(topo, src, dst)
     rtt = rtt_ms(topo, src, dst)
     rate, label = bottleneck(topo, src, dst)
-    return {
-        "src": src,
-        "dst": dst,
-        "dst_ip": info.dst_ip,
-        "path": list(info.nodes),
-        "links": info.link_labels,
-        "rtt_ms": round(rtt, 6),
-        "bottleneck_mbps": rate,
-        "bottleneck_link": label,
-        "tcp_goodput_ceiling_mbps": None if rate is None else round(tcp_goodput_ceiling_mbps(rate), 3),
-        "udp_goodput_ceiling_mbps": None if rate is None else round(udp_goodput_mbps(rate), 3),
-        "bdp_bytes": None if rate is None else round(bdp_bytes(rate, rtt)),
-    }
+    return PairExpectation(
+        src=src, dst=dst, dst_ip=info.dst_ip, path=info.nodes,
+        links=tuple(info.link_labels), rtt_ms=rtt, bottleneck_mbps=rate,
+        bottleneck_link=label,
+        tcp_goodput_ceiling_mbps=None if rate is None else tcp_goodput_ceiling_mbps(rate),
+        udp_goodput_ceiling_mbps=None if rate is None else udp_goodput_mbps(rate),
+        bdp_bytes=None if rate is None else bdp_bytes(rate, rtt),
+    )
 
 
 def _check_rate(rate_mbps: float) -> None:

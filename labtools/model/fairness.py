@@ -19,7 +19,9 @@ from labtools.errors import InputError
 from labtools.model.expect import path
 from labtools.model.topology import Link, Topology
 
-_FLOW_RE = re.compile(r"^([A-Za-z][A-Za-z0-9_]*):([A-Za-z][A-Za-z0-9_]*?)(?:x(\d+))?$")
+_FLOW_RE = re.compile(r"^([A-Za-z][A-Za-z0-9_]*):([A-Za-z][A-Za-z0-9_]*)$")
+_CONNECTIONS_RE = re.compile(r"^(.+?)x(\d+)$")
+MAX_CONNECTIONS = 64
 
 
 @dataclass(frozen=True)
@@ -53,24 +55,33 @@ class FlowShare:
         }
 
 
-def parse_flows(spec: str) -> List[Flow]:
-    """Parse ``h1:h4x2,h2:h5`` into flows (``xN`` = N parallel connections, 1..64)."""
+def parse_flows(spec: str, topo: Optional[Topology] = None) -> List[Flow]:
+    """Parse ``h1:h4x2,h2:h5`` into flows (``xN`` = N parallel connections, 1..64).
+
+    A destination whose whole name is a node of ``topo`` is taken as it is, so a host
+    called ``hx2`` can be named (``h1:hx2``, or ``h1:hx2x3`` for three connections)."""
     flows = []
+    names = set(topo.names()) if topo is not None else set()
     for part in (p.strip() for p in spec.split(",")):
         match = _FLOW_RE.match(part)
         if not match:
             raise InputError(f"bad flow {part!r}: write SRC:DST or SRC:DSTxN, e.g. h1:h4x2")
-        count = int(match.group(3) or 1)
-        if not 1 <= count <= 64:
-            raise InputError(f"flow {part!r}: parallel connections must be within 1..64")
-        flows.append(Flow(match.group(1), match.group(2), count))
+        src, dst, count = match.group(1), match.group(2), 1
+        counted = _CONNECTIONS_RE.match(dst)
+        if counted and dst not in names:
+            dst, count = counted.group(1), int(counted.group(2))
+        if not 1 <= count <= MAX_CONNECTIONS:
+            raise InputError(f"flow {part!r}: parallel connections must be within "
+                             f"1..{MAX_CONNECTIONS}")
+        flows.append(Flow(src, dst, count))
     if not flows:
         raise InputError("no flows given")
     return flows
 
 
-def _directed_links(topo: Topology, flow: Flow) -> List[Tuple[int, str]]:
-    """(link index, direction) of the rate-limited links the flow's data crosses."""
+def crossings(topo: Topology, flow: Flow) -> List[Tuple[int, bool]]:
+    """The rate-limited links the flow's data crosses: (index in ``topo.links``, True when
+    it crosses from ``a`` to ``b``), in travel order."""
     info = path(topo, flow.src, flow.dst)
     nodes = list(info.nodes)
     out = []
@@ -78,8 +89,7 @@ def _directed_links(topo: Topology, flow: Flow) -> List[Tuple[int, str]]:
         if link.bw_mbps is None:
             continue
         index = next(i for i, lk in enumerate(topo.links) if lk is link)
-        forward = nodes.index(link.a) < nodes.index(link.b)
-        out.append((index, "ab" if forward else "ba"))
+        out.append((index, nodes.index(link.a) < nodes.index(link.b)))
     return out
 
 
@@ -87,8 +97,8 @@ def max_min_shares(topo: Topology, flows: Sequence[Flow]) -> List[FlowShare]:
     """Max-min fair shares (at the configured link rates) for flows running together."""
     if not flows:
         raise InputError("no flows given")
-    usage = [_directed_links(topo, flow) for flow in flows]
-    remaining: Dict[Tuple[int, str], float] = {}
+    usage = [crossings(topo, flow) for flow in flows]
+    remaining: Dict[Tuple[int, bool], float] = {}
     for used in usage:
         for key in used:
             remaining[key] = float(topo.links[key[0]].bw_mbps)  # type: ignore[arg-type]
@@ -96,7 +106,7 @@ def max_min_shares(topo: Topology, flows: Sequence[Flow]) -> List[FlowShare]:
     limiter: Dict[int, Link] = {}
     growing = {i for i, used in enumerate(usage) if used}
     while growing:
-        best: Optional[Tuple[float, Tuple[int, str]]] = None
+        best: Optional[Tuple[float, Tuple[int, bool]]] = None
         for key in sorted(remaining):
             slots = sum(flows[i].connections for i in growing if key in usage[i])
             if slots:
@@ -110,8 +120,8 @@ def max_min_shares(topo: Topology, flows: Sequence[Flow]) -> List[FlowShare]:
             if key in usage[i]:
                 rate[i] = fair
                 limiter[i] = topo.links[key[0]]
-                for used in usage[i]:
-                    remaining[used] -= fair * flows[i].connections
+                for crossed in usage[i]:
+                    remaining[crossed] -= fair * flows[i].connections
         growing -= set(rate)
     shares = []
     for i, flow in enumerate(flows):

@@ -12,8 +12,8 @@ import ipaddress
 import re
 from typing import Any, Dict, List, Optional
 
-from labtools.model.addressing import assign_addresses
 from labtools.errors import TopologyError
+from labtools.model.addressing import assign_addresses
 from labtools.model.topology import HOST, ROUTER, SWITCH, Link, Node, Topology
 
 _DELAY_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(us|ms|s)?\s*$")
@@ -30,6 +30,16 @@ def delay_ms_from_mininet(value: Any) -> float:
     if not match:
         raise TopologyError(f"cannot read Mininet delay {value!r}: use e.g. '10ms'")
     return float(match.group(1)) * _DELAY_SCALE_MS[match.group(2)]
+
+
+def _queue(value: Any) -> Optional[int]:
+    """Mininet's ``max_queue_size``: None for none; anything else must be a whole number
+    (a queue of 0 reaches validation and is refused there, as tc would drop everything)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not float(value).is_integer():
+        raise TopologyError(f"max_queue_size={value!r} must be a whole number of packets")
+    return int(value)
 
 
 def _kind(topo: Any, name: str, degree: int) -> str:
@@ -66,18 +76,20 @@ def from_mininet_topo(topo: Any, name: str) -> Topology:
         addrs: Dict[str, str] = {}
         for end, key in ((src, "params1"), (dst, "params2")):
             given = _address(info, key)
-            if given is None and end not in seen_first and first_ip.get(end) and "/" in str(first_ip[end]):
+            first = first_ip.get(end)
+            if given is None and end not in seen_first and first and "/" in str(first):
                 given = str(ipaddress.ip_interface(first_ip[end]))
             if given is not None and not topo.isSwitch(end):
                 addrs[end] = given
             seen_first.add(end)
-        bw = info.get("bw")
+        bw = info.get("bw")  # Mininet leaves a link with bw=0 (or none) unshaped
+        queue = info.get("max_queue_size")  # but applies any queue given, 0 included
         links.append(Link(
             src, dst,
-            bw_mbps=float(bw) if bw is not None else None,
+            bw_mbps=float(bw) if bw else None,
             delay_ms=delay_ms_from_mininet(info.get("delay")),
             loss_pct=float(info.get("loss") or 0),
-            queue_pkts=int(info["max_queue_size"]) if info.get("max_queue_size") else None,
+            queue_pkts=_queue(queue),
             htb=bool(info.get("use_htb", True)),
             name=str(info.get("name", "")) if info.get("name") else "",
             addrs=addrs,

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
-from labtools.model.addressing import Addressing, Interface, assign_addresses
 from labtools.errors import NoRouteError
+from labtools.model.addressing import Addressing, Interface, assign_addresses
 from labtools.model.topology import ROUTER, SWITCH, Link, Topology
 
 
@@ -106,7 +106,8 @@ def _routers(topo: Topology) -> set:
     return set(topo.routers)
 
 
-def _l2_path(links: Tuple[Link, ...], a: str, b: str, topo: Topology) -> Tuple[Tuple[Link, ...], Tuple[str, ...]]:
+def _l2_path(links: Tuple[Link, ...], a: str, b: str,
+             topo: Topology) -> Tuple[Tuple[Link, ...], Tuple[str, ...]]:
     """Links from ``a`` to ``b`` inside one segment (through switches, BFS by name)."""
     switches = set(topo.switches)
     prev: Dict[str, Tuple[str, Link]] = {}
@@ -211,10 +212,3 @@ def find_route_hops(topo: Topology, src: str, dst: str) -> List[Hop]:
     if src == dst:
         raise NoRouteError(f"source and destination are both {src!r}")
     return routing.hops(src, routing.target(src, dst))
-
-
-def reverse_source(topo: Topology, src: str, dst: str) -> Optional[Interface]:
-    """The address ``src`` sends from towards ``dst`` (the interface of its first hop)."""
-    routing = compute_routing(topo)
-    hops = find_route_hops(topo, src, dst)
-    return routing.addressing.on_segment(src, hops[0].segment) if hops else None

@@ -24,6 +24,11 @@ NODE_KINDS = (HOST, ROUTER, SWITCH)
 # Names become interface names (``h1-eth0``, at most 15 characters) and reach shells.
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,9}$")
 
+#: Mininet's TCLink refuses rates above this (Mbit/s) and then leaves the link unshaped
+TCLINK_MAX_MBPS = 1000.0
+#: tc expresses delays in whole microseconds: a smaller delay would become none (ms)
+TC_MIN_DELAY_MS = 0.001
+
 
 @dataclass(frozen=True)
 class Node:
@@ -204,8 +209,15 @@ def _validate_link(link: Link, nodes: Mapping[str, Node]) -> None:
         raise TopologyError(f"{where}: joins {link.a!r} to itself")
     if link.bw_mbps is not None and not _positive_number(link.bw_mbps):
         raise TopologyError(f"{where}: rate bw_mbps={link.bw_mbps!r} must be a number > 0")
+    if link.bw_mbps is not None and link.bw_mbps > TCLINK_MAX_MBPS:
+        raise TopologyError(f"{where}: bw_mbps={link.bw_mbps:g} is more than Mininet's TCLink "
+                            f"shapes ({TCLINK_MAX_MBPS:g} Mbit/s): it would run the link "
+                            "unshaped")
     if not _number(link.delay_ms) or link.delay_ms < 0:
         raise TopologyError(f"{where}: delay_ms={link.delay_ms!r} must be a number >= 0")
+    if 0 < link.delay_ms < TC_MIN_DELAY_MS:
+        raise TopologyError(f"{where}: delay_ms={link.delay_ms:g} is below what tc can express "
+                            f"({TC_MIN_DELAY_MS:g} ms = 1 µs): it would be no delay at all")
     if not _number(link.loss_pct) or not 0 <= link.loss_pct <= 100:
         raise TopologyError(f"{where}: loss_pct={link.loss_pct!r} must be within 0..100")
     if link.queue_pkts is not None and (
@@ -227,10 +239,12 @@ def _validate_addresses(topo: Topology) -> None:
             try:
                 iface = ipaddress.ip_interface(text)
             except ValueError as err:
-                raise TopologyError(f"link {link.label}: bad address {text!r} for {owner}: {err}")
+                raise TopologyError(
+                    f"link {link.label}: bad address {text!r} for {owner}: {err}") from None
             if iface.version != 4 or iface.network.prefixlen > 30:
                 raise TopologyError(
-                    f"link {link.label}: address {text!r} must be IPv4 with a prefix of /30 or wider"
+                    f"link {link.label}: address {text!r} must be IPv4 with a prefix of /30 "
+                    "or wider"
                 )
             ip = str(iface.ip)
             if ip in used:
@@ -255,8 +269,9 @@ def mininet_link_params(link: Link) -> Dict[str, Any]:
     params: Dict[str, Any] = {}
     if link.bw_mbps is not None:
         params["bw"] = link.bw_mbps
-    if link.delay_ms > 0:
-        params["delay"] = f"{link.delay_ms:g}ms"
+    if link.delay_ms > 0:  # whole microseconds: what tc keeps
+        params["delay"] = f"{link.delay_ms:g}ms" if float(link.delay_ms).is_integer() else \
+            f"{round(link.delay_ms * 1000)}us"
     if link.loss_pct > 0:
         params["loss"] = link.loss_pct
     if link.queue_pkts is not None:

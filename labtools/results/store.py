@@ -3,75 +3,103 @@
 One SQLite file (default ``results/labtools.sqlite``) with a rollback journal and
 ``synchronous=FULL`` (not WAL: the VM's shared project folder has no shared memory).
 :meth:`ResultStore.save` writes one measurement in one transaction and returns only after
-the commit reached the disk, so a crashed kernel, a ``kill -9`` or a Ctrl-C loses at most the measurement still in flight, never a finished one, and never
-leaves half a run. Several processes may write to the same file at once.
+the commit reached the disk, so a crashed kernel, a ``kill -9`` or a Ctrl-C loses at most
+the measurement still in flight, never a finished one, and never leaves half a run. Several
+processes may write to the same file at once.
 
-Schema (version 1; a file with a newer version is refused with :class:`StoreError`):
+Schema (version 2; version 1 files are upgraded in place when opened, a newer version is
+refused with :class:`StoreError`):
 
 ``schema_version(version INTEGER)`` — one row.
 
 ``runs`` — one row per measurement: ``id`` (increasing), ``schema_version``,
-``started_at`` / ``finished_at`` (ISO 8601 UTC; ``save`` sets the finish time when not
-given), ``topology`` (name), ``topology_json`` (:func:`labtools.model.catalog.to_dict`, or NULL),
-``params_json`` (the topology's parameters), ``src``, ``dst``, ``tool`` (ping, iperf,
-iperf3, simpleperf), ``tool_version``, ``command_json`` (argument vector as a JSON list),
-``command`` (the same, shell-quoted), ``kernel`` (``uname -r``), ``emulation`` (``native``
-or ``vm``), ``host`` (host name), ``python``, ``labtools_version``, ``case`` (udp, link,
-path, mux, parallel or empty), ``label`` (free text), ``status`` (``ok`` or ``error``),
-``error`` (one-line reason, NULL when ok), ``summary_json`` (the parser's summary, Mbit/s
-and ms), ``raw_output`` (the tool's text, always kept), ``verdicts_json`` (rows of metric,
-expected, measured, unit, ratio, verdict, reason), ``table_json`` (the table's columns and
-dtypes, ``[[name, dtype], ...]``), ``n_samples`` (table rows).
+``started_at`` / ``finished_at`` (ISO 8601 UTC), ``topology`` (name), ``topology_json``
+(:func:`labtools.model.catalog.to_dict`, or NULL), ``params_json``, ``src``, ``dst``,
+``tool`` (ping, iperf, iperf3, simpleperf), ``tool_version``, ``command_json`` (argument
+vector), ``command`` (the same, shell-quoted), ``kernel``, ``emulation`` (``native`` or
+``vm``), ``host``, ``python``, ``labtools_version``, ``case``, ``label``, ``status`` (``ok``
+or ``error``), ``error`` (one-line reason), ``summary_json`` (the parser's summary, Mbit/s
+and ms), ``raw_output`` (always kept), ``verdicts_json`` (rows of metric, expected,
+measured, unit, ratio, verdict, reason), ``table_json`` (``[[column, dtype], ...]``),
+``n_samples``; since version 2: ``session_id`` (the lab session), ``step`` (its probe call
+number in that session), ``call_json`` (probe and identifying arguments), ``group_id``
+(concurrent flows or a capacity search), ``context_json`` (what judging needs: warm-up,
+offered rate, load, the machine's calibration).
 
-``samples(run_id, row, values_json)`` — one row per table row, the values as a JSON list
-in column order; :meth:`ResultStore.samples` rebuilds the DataFrame with its columns and
-dtypes (datetimes, nullable integers and booleans included).
+``groups`` (version 2) — one row per set of concurrent flows or capacity search: ``id``,
+``kind`` (``flows`` or ``capacity``), ``session_id``, ``step``, ``call_json``, ``case``,
+``spec_json`` (the flows, or the search's pair, phases and offered rates),
+``summary_json``, ``verdicts_json``, ``context_json``, ``started_at``, ``finished_at``; its
+runs carry its ``id`` as ``group_id``.
+
+``samples(run_id, row, values_json)`` — one row per table row; :meth:`ResultStore.samples`
+rebuilds the DataFrame with its columns and dtypes.
+
+Judged measurements are rebuilt from their raw output (parse, summarise, judge) without a
+network by :meth:`ResultStore.measurement` and :meth:`ResultStore.group`.
 """
 
 from __future__ import annotations
 
 import json
-import math
-import os
-import platform
 import shlex
-import socket
 import sqlite3
-from dataclasses import dataclass, field, fields
-from datetime import datetime, timezone
+from dataclasses import fields
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import pandas as pd
 
 from labtools.errors import InputError, StoreError
+from labtools.results.records import (
+    RunRecord,
+    dumps,
+    environment_metadata,
+    iso_time,
+    rebuild_table,
+    table_values,
+    utc_now,
+)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DEFAULT_PATH = Path("results") / "labtools.sqlite"
 BUSY_TIMEOUT_S = 30.0
 #: columns of ``runs`` that :meth:`ResultStore.runs` accepts as filters
 FILTERS = ("id", "topology", "src", "dst", "tool", "case", "label", "status", "emulation",
-           "kernel", "host")
+           "kernel", "host", "session_id", "group_id")
 
+_RUNS_V1 = """CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, schema_version INTEGER NOT NULL,
+    started_at TEXT NOT NULL, finished_at TEXT NOT NULL,
+    topology TEXT NOT NULL DEFAULT '', topology_json TEXT, params_json TEXT NOT NULL,
+    src TEXT NOT NULL DEFAULT '', dst TEXT NOT NULL DEFAULT '',
+    tool TEXT NOT NULL, tool_version TEXT NOT NULL DEFAULT '',
+    command_json TEXT NOT NULL, command TEXT NOT NULL,
+    kernel TEXT NOT NULL, emulation TEXT NOT NULL CHECK (emulation IN ('native', 'vm')),
+    host TEXT NOT NULL, python TEXT NOT NULL, labtools_version TEXT NOT NULL,
+    "case" TEXT NOT NULL DEFAULT '', label TEXT NOT NULL DEFAULT '',
+    status TEXT NOT NULL CHECK (status IN ('ok', 'error')), error TEXT,
+    summary_json TEXT NOT NULL, raw_output TEXT NOT NULL, verdicts_json TEXT NOT NULL,
+    table_json TEXT NOT NULL, n_samples INTEGER NOT NULL)"""
+#: version 2 columns of ``runs`` (added to a version 1 file by ALTER TABLE)
+_RUNS_V2_COLUMNS = [
+    ("session_id", "TEXT NOT NULL DEFAULT ''"), ("step", "INTEGER"), ("call_json", "TEXT"),
+    ("group_id", "TEXT"), ("context_json", "TEXT"),
+]
 _SCHEMA = [
     "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
-    """CREATE TABLE IF NOT EXISTS runs (
-        id INTEGER PRIMARY KEY AUTOINCREMENT, schema_version INTEGER NOT NULL,
-        started_at TEXT NOT NULL, finished_at TEXT NOT NULL,
-        topology TEXT NOT NULL DEFAULT '', topology_json TEXT, params_json TEXT NOT NULL,
-        src TEXT NOT NULL DEFAULT '', dst TEXT NOT NULL DEFAULT '',
-        tool TEXT NOT NULL, tool_version TEXT NOT NULL DEFAULT '',
-        command_json TEXT NOT NULL, command TEXT NOT NULL,
-        kernel TEXT NOT NULL, emulation TEXT NOT NULL CHECK (emulation IN ('native', 'vm')),
-        host TEXT NOT NULL, python TEXT NOT NULL, labtools_version TEXT NOT NULL,
-        "case" TEXT NOT NULL DEFAULT '', label TEXT NOT NULL DEFAULT '',
-        status TEXT NOT NULL CHECK (status IN ('ok', 'error')), error TEXT,
-        summary_json TEXT NOT NULL, raw_output TEXT NOT NULL, verdicts_json TEXT NOT NULL,
-        table_json TEXT NOT NULL, n_samples INTEGER NOT NULL)""",
+    _RUNS_V1,
     """CREATE TABLE IF NOT EXISTS samples (
         run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
         row INTEGER NOT NULL, values_json TEXT NOT NULL, PRIMARY KEY (run_id, row))""",
     'CREATE INDEX IF NOT EXISTS runs_case_tool ON runs ("case", tool)',
+    """CREATE TABLE IF NOT EXISTS groups (
+        id TEXT PRIMARY KEY, schema_version INTEGER NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('flows', 'capacity')),
+        session_id TEXT NOT NULL DEFAULT '', step INTEGER, call_json TEXT,
+        "case" TEXT NOT NULL DEFAULT '', spec_json TEXT NOT NULL, summary_json TEXT NOT NULL,
+        verdicts_json TEXT NOT NULL, context_json TEXT, started_at TEXT NOT NULL,
+        finished_at TEXT NOT NULL)""",
 ]
 
 _RUN_COLUMNS = (
@@ -79,114 +107,16 @@ _RUN_COLUMNS = (
     "params_json", "src", "dst", "tool", "tool_version", "command_json", "command",
     "kernel", "emulation", "host", "python", "labtools_version", "case", "label",
     "status", "error", "summary_json", "raw_output", "verdicts_json", "table_json",
-    "n_samples",
+    "n_samples", "session_id", "step", "call_json", "group_id", "context_json",
 )
+_GROUP_COLUMNS = ("id", "schema_version", "kind", "session_id", "step", "call_json", "case",
+                  "spec_json", "summary_json", "verdicts_json", "context_json", "started_at",
+                  "finished_at")
 
 #: RunRecord field -> the JSON column it is read back from
 _DECODED = {"topology_dict": "topology_json", "params": "params_json",
-            "command": "command_json", "summary": "summary_json", "verdicts": "verdicts_json"}
-
-
-def utc_now() -> str:
-    """The current time as ISO 8601 UTC text (microseconds)."""
-    return datetime.now(timezone.utc).isoformat()
-
-
-def environment_metadata() -> Dict[str, str]:
-    """Where a measurement runs: kernel (``uname -r``), host name, emulation mode
-    (``vm`` when ``LABTOOLS_IN_VM=1``, which the VM runner sets, else ``native``),
-    Python version and labtools version."""
-    from labtools import __version__
-
-    return {
-        "kernel": platform.release(),
-        "host": socket.gethostname(),
-        "emulation": "vm" if os.environ.get("LABTOOLS_IN_VM") == "1" else "native",
-        "python": platform.python_version(),
-        "labtools_version": __version__,
-    }
-
-
-@dataclass
-class RunRecord:
-    """One measurement as saved in the store (see the module docstring for the fields).
-
-    ``command`` is the argument vector (a list of str); ``topology_dict`` the JSON form of
-    the topology; ``params`` its parameters; ``table`` the parser's tidy table;
-    ``summary`` its totals (Mbit/s, ms); ``verdicts`` rows or a DataFrame of verdicts.
-    Environment fields left empty are filled in by :meth:`ResultStore.save`.
-    """
-
-    tool: str
-    table: pd.DataFrame = field(default_factory=pd.DataFrame)
-    summary: Dict[str, Any] = field(default_factory=dict)
-    raw_output: str = ""
-    status: str = "ok"
-    error: Optional[str] = None
-    started_at: str = field(default_factory=utc_now)
-    finished_at: Optional[str] = None
-    topology: str = ""
-    topology_dict: Optional[Dict[str, Any]] = None
-    params: Dict[str, Any] = field(default_factory=dict)
-    src: str = ""
-    dst: str = ""
-    tool_version: str = ""
-    command: List[str] = field(default_factory=list)
-    kernel: str = ""
-    emulation: str = ""
-    host: str = ""
-    python: str = ""
-    labtools_version: str = ""
-    case: str = ""
-    label: str = ""
-    verdicts: Any = None
-    id: Optional[int] = None
-
-    @classmethod
-    def from_parsed(cls, parsed: Any, **meta: Any) -> "RunRecord":
-        """A record from a :class:`labtools.tools.parsers.base.Parsed` plus metadata fields.
-
-        ``topo=<Topology>`` (or ``topology=<Topology>``) fills topology, topology_dict
-        and params. The status is
-        ``error`` (with the summary's ``error`` text) when the summary reports one,
-        unless ``status`` is given. The tool version defaults to the summary's
-        ``version`` when the output carried one.
-        """
-        meta = _with_topology(meta)
-        summary = dict(parsed.summary or {})
-        failed = summary.get("error")
-        meta.setdefault("status", "error" if failed else "ok")
-        if meta["status"] == "error":
-            meta.setdefault("error", str(failed) if failed else "failed")
-        if summary.get("version") and not meta.get("tool_version"):
-            meta["tool_version"] = str(summary["version"])
-        return cls(tool=parsed.tool, table=parsed.table, summary=summary,
-                   raw_output=parsed.raw or "", **meta)
-
-    @classmethod
-    def from_error(cls, tool: str, error: Union[str, BaseException], raw_output: str = "",
-                   **meta: Any) -> "RunRecord":
-        """A record of a failed measurement (the tool failed, timed out or its output did
-        not parse): status ``error``, the one-line reason and whatever it printed."""
-        meta = _with_topology(meta)
-        return cls(tool=tool, status="error", error=str(error) or type(error).__name__,
-                   raw_output=raw_output, **meta)
-
-
-def _with_topology(meta: Dict[str, Any]) -> Dict[str, Any]:
-    meta = dict(meta)
-    topo = meta.pop("topo", None)
-    if meta.get("topology") is not None and not isinstance(meta["topology"], str):
-        topo = meta.pop("topology")  # a Topology object given as ``topology=``
-    if not meta.get("error"):
-        meta.pop("error", None)
-    if topo is not None:
-        from labtools.model.catalog import to_dict
-
-        meta.setdefault("topology", topo.name)
-        meta.setdefault("topology_dict", to_dict(topo))
-        meta.setdefault("params", dict(topo.params))
-    return meta
+            "command": "command_json", "summary": "summary_json", "verdicts": "verdicts_json",
+            "call": "call_json", "context": "context_json"}
 
 
 def store_file(path: Union[Path, str]) -> Path:
@@ -239,6 +169,8 @@ class ResultStore:
             found = con.execute("SELECT max(version) FROM schema_version").fetchone()[0]
             if found is None:
                 con.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
+            if found is None or found < SCHEMA_VERSION:
+                _upgrade(con)
             con.execute("COMMIT")
         except sqlite3.Error as err:
             _rollback(con)
@@ -256,17 +188,14 @@ class ResultStore:
         When this returns, the run is on disk (a crash right after loses nothing).
         """
         row = _run_row(record)
-        table_values = _table_values(record.table)
+        values = table_values(record.table)
         con = self._connect()
         try:
             con.execute("BEGIN IMMEDIATE")
-            names = ", ".join(f'"{c}"' for c in _RUN_COLUMNS)
-            marks = ", ".join("?" for _ in _RUN_COLUMNS)
-            cursor = con.execute(f"INSERT INTO runs ({names}) VALUES ({marks})",
-                                 [row[c] for c in _RUN_COLUMNS])
-            run_id = int(cursor.lastrowid)
+            cursor = con.execute(_insert("runs", _RUN_COLUMNS), [row[c] for c in _RUN_COLUMNS])
+            run_id = int(cursor.lastrowid)  # type: ignore[arg-type]
             con.executemany("INSERT INTO samples (run_id, row, values_json) VALUES (?, ?, ?)",
-                            ((run_id, i, v) for i, v in enumerate(table_values)))
+                            ((run_id, i, v) for i, v in enumerate(values)))
             con.execute("COMMIT")
         except sqlite3.Error as err:
             _rollback(con)
@@ -276,8 +205,38 @@ class ResultStore:
         record.id = run_id
         return run_id
 
+    def save_group(self, group_id: str, kind: str, spec: Dict[str, Any], summary: Dict[str, Any],
+                   verdicts: Sequence[Dict[str, Any]], *, session_id: str = "",
+                   step: Optional[int] = None, call: Optional[Dict[str, Any]] = None,
+                   case: str = "", context: Optional[Dict[str, Any]] = None,
+                   started_at: str = "", finished_at: str = "") -> str:
+        """Write the record of concurrent flows or a capacity search (its runs are saved
+        on their own, with ``group_id``); return the group id."""
+        if kind not in ("flows", "capacity"):
+            raise InputError(f"group kind must be 'flows' or 'capacity', not {kind!r}")
+        row = {"id": group_id, "schema_version": SCHEMA_VERSION, "kind": kind,
+               "session_id": session_id, "step": step,
+               "call_json": None if call is None else dumps(call), "case": case,
+               "spec_json": dumps(spec), "summary_json": dumps(summary),
+               "verdicts_json": dumps(list(verdicts)),
+               "context_json": None if context is None else dumps(context),
+               "started_at": iso_time(started_at or utc_now()),
+               "finished_at": iso_time(finished_at or utc_now())}
+        con = self._connect()
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            con.execute(_insert("groups", _GROUP_COLUMNS), [row[c] for c in _GROUP_COLUMNS])
+            con.execute("COMMIT")
+        except sqlite3.Error as err:
+            _rollback(con)
+            raise StoreError(f"cannot save the {kind} group to {self.path}: {err}") from None
+        finally:
+            con.close()
+        return group_id
+
     # --- reading -------------------------------------------------------------------
-    def _query(self, sql: str, args: Sequence[Any] = ()) -> List[sqlite3.Row]:
+    def query(self, sql: str, args: Sequence[Any] = ()) -> List[sqlite3.Row]:
+        """Rows of a read-only SQL query (columns by name)."""
         con = self._connect()
         con.row_factory = sqlite3.Row
         try:
@@ -295,7 +254,7 @@ class ResultStore:
         :data:`FILTERS`: ``store.runs(case='udp', tool=['iperf', 'iperf3'])``.
         """
         where, args = _where(filters)
-        rows = self._query(f"SELECT * FROM runs{where} ORDER BY id", args)
+        rows = self.query(f"SELECT * FROM runs{where} ORDER BY id", args)
         columns = ["id", *_RUN_COLUMNS]
         frame = pd.DataFrame([tuple(r) for r in rows], columns=rows[0].keys() if rows else columns)
         summaries = [json.loads(s) for s in frame["summary_json"]]
@@ -307,27 +266,55 @@ class ResultStore:
             frame = pd.concat([frame, flat.set_index(frame.index)], axis=1)
         return frame
 
+    def groups(self, **filters: Any) -> List[Dict[str, Any]]:
+        """The groups (oldest first) as dicts with their JSON columns decoded; filters as
+        for :meth:`runs` on ``id``, ``kind``, ``session_id``, ``case``."""
+        allowed = ("id", "kind", "session_id", "case")
+        where, args = _where(filters, allowed)
+        rows = self.query(f"SELECT * FROM groups{where} ORDER BY started_at, id", args)
+        return [_decode_group(dict(r)) for r in rows]
+
     def samples(self, run_id: int) -> pd.DataFrame:
         """The table of run ``run_id`` with the columns and dtypes it was saved with."""
-        head = self._query("SELECT table_json FROM runs WHERE id = ?", (int(run_id),))
+        head = self.query("SELECT table_json FROM runs WHERE id = ?", (int(run_id),))
         if not head:
             raise StoreError(f"no run {run_id} in {self.path}")
         schema = json.loads(head[0]["table_json"])
-        rows = self._query("SELECT values_json FROM samples WHERE run_id = ? ORDER BY row",
-                           (int(run_id),))
-        return _rebuild(schema, [json.loads(r["values_json"]) for r in rows])
+        rows = self.query("SELECT values_json FROM samples WHERE run_id = ? ORDER BY row",
+                          (int(run_id),))
+        return rebuild_table(schema, [json.loads(r["values_json"]) for r in rows])
 
     def get(self, run_id: int) -> RunRecord:
         """The whole record of run ``run_id`` (table included)."""
-        rows = self._query("SELECT * FROM runs WHERE id = ?", (int(run_id),))
+        rows = self.query("SELECT * FROM runs WHERE id = ?", (int(run_id),))
         if not rows:
             raise StoreError(f"no run {run_id} in {self.path}")
         row = dict(rows[0])
         known = {f.name for f in fields(RunRecord)}
         values = {k: v for k, v in row.items() if k in known}
         for name, column in _DECODED.items():
-            values[name] = json.loads(row[column]) if row[column] else None
+            values[name] = json.loads(row[column]) if row.get(column) else None
+        values["params"] = values["params"] or {}
+        values["command"] = values["command"] or []
+        values["summary"] = values["summary"] or {}
         return RunRecord(table=self.samples(run_id), **values)
+
+    def measurement(self, run_id: int) -> Any:
+        """Run ``run_id`` judged again from its raw output (no network needed): a
+        :class:`~labtools.judge.measurement.Measurement` equal to the one that was saved."""
+        from labtools.results.rebuild import rebuild_measurement
+
+        return rebuild_measurement(self.get(run_id))
+
+    def group(self, group_id: str) -> Any:
+        """Concurrent flows or a capacity search judged again from their runs' raw output."""
+        from labtools.results.rebuild import rebuild_group
+
+        found = self.groups(id=group_id)
+        if not found:
+            raise StoreError(f"no group {group_id} in {self.path}")
+        members = [self.get(int(i)) for i in self.runs(group_id=group_id)["id"]]
+        return rebuild_group(found[0], members)
 
     def export_csv(self, folder: Union[Path, str], **filters: Any) -> List[Path]:
         """Write ``runs.csv`` (as :meth:`runs`) and ``samples.csv`` (run_id, row, then the
@@ -355,6 +342,20 @@ class ResultStore:
         return paths
 
 
+def _upgrade(con: sqlite3.Connection) -> None:
+    """Bring a version 1 file to version 2 (new columns; the groups table already exists)."""
+    have = {r[1] for r in con.execute("PRAGMA table_info(runs)")}
+    for name, kind in _RUNS_V2_COLUMNS:
+        if name not in have:
+            con.execute(f'ALTER TABLE runs ADD COLUMN "{name}" {kind}')
+    con.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
+
+
+def _insert(table: str, columns: Sequence[str]) -> str:
+    names = ", ".join(f'"{c}"' for c in columns)
+    return f"INSERT INTO {table} ({names}) VALUES ({', '.join('?' for _ in columns)})"
+
+
 def _rollback(con: sqlite3.Connection) -> None:
     if con.in_transaction:
         try:
@@ -363,15 +364,21 @@ def _rollback(con: sqlite3.Connection) -> None:
             pass  # the connection is closed next; SQLite rolls back on close
 
 
-def _where(filters: Dict[str, Any]) -> "tuple[str, list]":
+def _where(filters: Dict[str, Any], allowed: Sequence[str] = FILTERS) -> Tuple[str, list]:
     clauses, args = [], []
     for key, value in filters.items():
-        if key not in FILTERS:
-            raise InputError(f"cannot filter runs by {key!r}: use {', '.join(FILTERS)}")
+        if key not in allowed:
+            raise InputError(f"cannot filter by {key!r}: use {', '.join(sorted(allowed))}")
         values = list(value) if isinstance(value, (list, tuple, set)) else [value]
         clauses.append(f'"{key}" IN ({", ".join("?" for _ in values)})')
         args.extend(values)
     return (" WHERE " + " AND ".join(clauses) if clauses else ""), args
+
+
+def _decode_group(row: Dict[str, Any]) -> Dict[str, Any]:
+    for column in ("call_json", "spec_json", "summary_json", "verdicts_json", "context_json"):
+        row[column[: -len("_json")]] = json.loads(row.pop(column)) if row.get(column) else None
+    return row
 
 
 def _run_row(record: RunRecord) -> Dict[str, Any]:
@@ -386,83 +393,26 @@ def _run_row(record: RunRecord) -> Dict[str, Any]:
         raise InputError(f"emulation must be 'native' or 'vm', not {emulation!r}")
     argv = shlex.split(record.command) if isinstance(record.command, str) else [
         str(a) for a in record.command]
-    verdicts = record.verdicts
-    if isinstance(verdicts, pd.DataFrame):
-        verdicts = json.loads(verdicts.to_json(orient="records"))
+    found = record.verdicts
+    if isinstance(found, pd.DataFrame):
+        found = json.loads(found.to_json(orient="records"))
     table = record.table if record.table is not None else pd.DataFrame()
     return {
-        "schema_version": SCHEMA_VERSION, "started_at": _iso(record.started_at),
-        "finished_at": _iso(record.finished_at or utc_now()), "topology": record.topology,
-        "topology_json": _dumps(record.topology_dict) if record.topology_dict else None,
-        "params_json": _dumps(record.params or {}), "src": record.src, "dst": record.dst,
+        "schema_version": SCHEMA_VERSION, "started_at": iso_time(record.started_at),
+        "finished_at": iso_time(record.finished_at or utc_now()), "topology": record.topology,
+        "topology_json": dumps(record.topology_dict) if record.topology_dict else None,
+        "params_json": dumps(record.params or {}), "src": record.src, "dst": record.dst,
         "tool": record.tool, "tool_version": record.tool_version,
         "command_json": json.dumps(argv), "command": shlex.join(argv),
         "kernel": record.kernel or env["kernel"], "emulation": emulation,
         "host": record.host or env["host"], "python": record.python or env["python"],
         "labtools_version": record.labtools_version or env["labtools_version"],
         "case": record.case, "label": record.label, "status": record.status,
-        "error": record.error, "summary_json": _dumps(record.summary or {}),
-        "raw_output": record.raw_output or "", "verdicts_json": _dumps(verdicts or []),
+        "error": record.error, "summary_json": dumps(record.summary or {}),
+        "raw_output": record.raw_output or "", "verdicts_json": dumps(found or []),
         "table_json": json.dumps([[str(c), str(table[c].dtype)] for c in table.columns]),
-        "n_samples": len(table),
+        "n_samples": len(table), "session_id": record.session_id, "step": record.step,
+        "call_json": None if record.call is None else dumps(record.call),
+        "group_id": record.group_id,
+        "context_json": None if record.context is None else dumps(record.context),
     }
-
-
-def _iso(value: Any) -> str:
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            raise InputError(f"time {value} has no time zone: give UTC times")
-        return value.astimezone(timezone.utc).isoformat()
-    return str(value)
-
-
-def _plain(value: Any) -> Any:
-    """A JSON-ready Python value (NaN/NA -> None, numpy -> Python, times -> text)."""
-    if isinstance(value, (list, tuple, dict, str)) or value is None:
-        return value
-    if isinstance(value, pd.Timestamp):
-        return None if pd.isna(value) else value.isoformat()
-    if isinstance(value, pd.Timedelta):
-        return None if pd.isna(value) else value.total_seconds()
-    if pd.isna(value):
-        return None
-    if hasattr(value, "item"):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-def _dumps(obj: Any) -> str:
-    return json.dumps(obj, default=_plain, allow_nan=False)
-
-
-def _table_values(table: Optional[pd.DataFrame]) -> List[str]:
-    if table is None or table.empty:
-        return []
-    return [json.dumps([_plain(v) for v in row], default=str, allow_nan=False)
-            for row in table.itertuples(index=False, name=None)]
-
-
-def _rebuild(schema: List[List[str]], rows: List[List[Any]]) -> pd.DataFrame:
-    names = [name for name, _ in schema]
-    frame = pd.DataFrame(rows, columns=names) if rows else pd.DataFrame(
-        {name: pd.Series(dtype=object) for name in names})
-    for name, dtype in schema:
-        frame[name] = _cast(frame[name], dtype)
-    return frame
-
-
-def _cast(column: pd.Series, dtype: str) -> pd.Series:
-    try:
-        if dtype.startswith("datetime64"):
-            utc = "UTC" in dtype or "," in dtype
-            out = pd.to_datetime(column, utc=utc, format="ISO8601")
-            return out.astype(dtype) if utc else out
-        if dtype.startswith("timedelta64"):
-            return pd.to_timedelta(column, unit="s")
-        if dtype.startswith("int") and column.isna().any():
-            return column.astype("Int64")
-        return column.astype(dtype)
-    except (TypeError, ValueError):
-        return column

@@ -37,8 +37,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
-from labtools.system import vm_leftovers
 from labtools.errors import EnvironmentProblem
+from labtools.system import vm_leftovers
 
 #: measurement tools the kit starts inside host namespaces
 KIT_TOOLS = ("iperf", "iperf3", "ping", "simpleperf")

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Dict, List, Optional, Sequence, Tuple
 
-from labtools.system.vm_leftovers import IN_VM_VARIABLE, VM_MARK, VM_OWNER_FILE
 from labtools.errors import InputError, VMError
 from labtools.paths import checkout_root
+from labtools.system.vm_leftovers import IN_VM_VARIABLE, VM_MARK, VM_MODE_VARIABLE, VM_OWNER_FILE
 
 #: kernel modules the guest loads before the command (missing ones only print a note)
 DEFAULT_MODULES: Tuple[str, ...] = ("sch_netem", "sch_htb", "openvswitch")
@@ -150,6 +150,7 @@ def guest_script(spec: VMSpec) -> str:
     lines = [
         "# run by labtools vm inside the guest",
         f"export {IN_VM_VARIABLE}=1",
+        f"export {VM_MODE_VARIABLE}={'kvm' if spec.kvm else 'tcg'}",
         "export PYTHONUNBUFFERED=1  # stream output as it comes",
         f"export PATH={q(path)}",
         *(f"export {name}={q(value)}" for name, value in spec.env),
@@ -242,13 +243,14 @@ def run_vng(args: Sequence[str], env: Dict[str, str], timeout_s: Optional[float]
         proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         _stop(proc)
-        raise VMError(f"the VM run did not finish within {timeout_s:.0f} s and was stopped")
+        raise VMError(f"the VM run did not finish within {timeout_s:.0f} s and was stopped"
+                      ) from None
     except KeyboardInterrupt:
         _stop(proc)
         raise
     finally:
         for sig, handler in previous.items():
-            signal.signal(sig, handler)
+            signal.signal(sig, handler)  # type: ignore[arg-type]
         for t in pumps:
             t.join(timeout=5)
     return proc.returncode
@@ -304,7 +306,8 @@ def make_spec(command: Sequence[str], state_dir: Path, *, cwd: Optional[Path] = 
     if kvm is None:
         kvm = _kvm_default()
     passed = [(k, v) for k, v in os.environ.items()
-              if (k.startswith("LABTOOLS_") and k != IN_VM_VARIABLE) or k in PASSED_ENV]
+              if (k.startswith("LABTOOLS_") and k not in (IN_VM_VARIABLE, VM_MODE_VARIABLE))
+              or k in PASSED_ENV]
     idle_poll = not kvm and os.environ.get("LABTOOLS_VM_IDLE_POLL") == "1"
     try:
         n_cpus = int(cpus or os.environ.get("LABTOOLS_VM_CPUS") or (

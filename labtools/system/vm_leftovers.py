@@ -26,6 +26,8 @@ VM_MARK = "labtools-vm-"
 VM_OWNER_FILE = "owner.pid"
 #: set to 1 inside a guest started by the runner
 IN_VM_VARIABLE = "LABTOOLS_IN_VM"
+#: set inside the guest to ``kvm`` or ``tcg`` (software emulation)
+VM_MODE_VARIABLE = "LABTOOLS_VM_MODE"
 _FOLDER_RE = re.compile(r"/[^\s]*" + VM_MARK + r"[A-Za-z0-9_]+")
 
 

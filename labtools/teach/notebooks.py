@@ -26,7 +26,8 @@ CODE_STUB = ["# YOUR CODE HERE", "raise NotImplementedError()"]
 MARKDOWN_STUB = ["YOUR ANSWER HERE"]
 
 
-def _replace_between(lines: List[str], begin: str, end: str, stub: List[str], where: str) -> List[str]:
+def _replace_between(lines: List[str], begin: str, end: str, stub: List[str],
+                     where: str) -> List[str]:
     out: List[str] = []
     inside = False
     indent = ""
@@ -135,8 +136,8 @@ def execute(path: Path, timeout_s: int = 900, cwd: Optional[Path] = None,
     A cell may declare its own time-out in its metadata (``"timeout": seconds``), as long
     measurement cells do; otherwise ``timeout_s`` applies to each cell."""
     import nbformat
-    from nbclient import NotebookClient
     from jupyter_client import KernelManager
+    from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
     from labtools.errors import LabtoolsError

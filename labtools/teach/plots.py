@@ -8,31 +8,26 @@ ms, as in the kit's tables.
 
 from __future__ import annotations
 
-from collections import deque
-from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from labtools.errors import InputError
-from labtools.model.topology import HOST, ROUTER, SWITCH, Link, Topology
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
     from matplotlib.axes import Axes
 
 #: colour of each verdict of :mod:`labtools.judge.verdicts`
-VERDICT_COLOURS = {"ok": "tab:green", "suspicious": "tab:orange", "invalid": "tab:red"}
-SIDE_STYLE = {
+VERDICT_COLOURS = {"ok": "tab:green", "inconclusive": "tab:grey", "suspicious": "tab:orange",
+                   "invalid": "tab:red"}
+SIDE_STYLE: Dict[str, Dict[str, Any]] = {
     "sender": dict(color="tab:orange", linestyle="--",
                    label="sender (bytes written to its socket)"),
     "receiver": dict(color="tab:blue", linestyle="-", label="receiver (bytes that arrived)"),
 }
-NODE_STYLE = {
-    HOST: dict(marker="o", color="#9ecae1", label="host"),
-    ROUTER: dict(marker="s", color="#fdae6b", label="router"),
-    SWITCH: dict(marker="D", color="#c7e9c0", label="switch"),
-}
 
 
-def _axes(ax: Optional["Axes"], size: Tuple[float, float] = (8, 4.5)) -> "Axes":
+def new_axes(ax: Optional["Axes"], size: Tuple[float, float] = (8, 4.5)) -> "Axes":
+    """``ax``, or the Axes of a new figure of ``size`` inches."""
     if ax is not None:
         return ax
     import matplotlib.pyplot as plt
@@ -49,8 +44,9 @@ def _need(table: "pd.DataFrame", columns: List[str], what: str) -> None:
 
 def _per_side(table: "pd.DataFrame") -> Dict[str, "pd.DataFrame"]:
     """Interval rows per side (start_s, end_s, rate_mbps): the per-stream sum rows where the
-    table has them (iperf3: ``stream == -1``), otherwise the streams added up interval by interval (the n-th interval
-    of each connection together: servers time each connection on their own clock).
+    table has them (iperf3: ``stream == -1``), otherwise the streams added up interval by
+    interval (the n-th interval of each connection together: servers time each connection
+    on their own clock).
     Slivers shorter than a fifth of the median interval (the last few ms) are left out;
     iperf3's omitted (``-O``) intervals come first, the rest shifted after them."""
     _need(table, ["side", "start_s", "end_s", "rate_mbps"], "interval table")
@@ -91,7 +87,7 @@ def plot_intervals(table: "pd.DataFrame", link_mbps: Optional[float] = None,
         raise InputError("no intervals to plot: run the tool with an interval (-i 1)")
     if warmup_s is None and "omitted" in table.columns and table["omitted"].astype(bool).any():
         warmup_s = float(table[table["omitted"].astype(bool)]["end_s"].max())
-    ax = _axes(ax)
+    ax = new_axes(ax)
     top = 0.0
     for side in sorted(sides, key=lambda side: side != "receiver"):  # sender drawn on top
         rows = sides[side]
@@ -103,6 +99,7 @@ def plot_intervals(table: "pd.DataFrame", link_mbps: Optional[float] = None,
         ax.axhline(link_mbps, color="black", linestyle="-.", linewidth=1,
                    label=f"link rate {link_mbps:g} Mbit/s")
         top = max(top, link_mbps)
+        _mark_overshoot(ax, sides.get("sender"), link_mbps)
     if ceiling_mbps is not None:
         ax.axhline(ceiling_mbps, color="tab:green", linestyle=":", linewidth=1.5,
                    label=f"TCP goodput ceiling {ceiling_mbps:.1f} Mbit/s (1448/1514)")
@@ -122,6 +119,20 @@ def plot_intervals(table: "pd.DataFrame", link_mbps: Optional[float] = None,
     return ax
 
 
+def _mark_overshoot(ax: "Axes", sender: Optional["pd.DataFrame"], link_mbps: float) -> None:
+    """Red crosses on the sender's intervals above the link rate (no wire carries that)."""
+    from labtools.judge.verdicts import flag_sender_intervals
+
+    if sender is None or not len(sender):
+        return
+    flagged = flag_sender_intervals(sender, link_mbps)
+    over = flagged[flagged["above_link"]]
+    if len(over):
+        ax.plot((over["start_s"] + over["end_s"]) / 2, over["rate_mbps"], linestyle="none",
+                marker="x", markersize=9, markeredgewidth=2, color="tab:red",
+                label=f"sender above the link rate ({len(over)})")
+
+
 def plot_rtts(ping_table: "pd.DataFrame", expected_ms: Optional[float] = None,
               ax: Optional["Axes"] = None) -> "Axes":
     """RTT samples (ms) by sequence number with the minimum, the average, the outlier
@@ -129,7 +140,8 @@ def plot_rtts(ping_table: "pd.DataFrame", expected_ms: Optional[float] = None,
     :func:`labtools.judge.verdicts.flag_rtt_outliers`) marked with red crosses, sequence numbers
     without a reply as grey triangles on the x axis. ``ping_table`` is the ping parser's
     table (columns seq, rtt_ms)."""
-    from labtools.judge.verdicts import flag_rtt_outliers, outlier_threshold_ms
+    from labtools.judge.policy import outlier_threshold_ms
+    from labtools.judge.verdicts import flag_rtt_outliers
 
     _need(ping_table, ["rtt_ms"], "ping table")
     flagged = flag_rtt_outliers(ping_table)
@@ -138,7 +150,7 @@ def plot_rtts(ping_table: "pd.DataFrame", expected_ms: Optional[float] = None,
         raise InputError("no replies to plot: every ping was lost")
     seq = "seq" if "seq" in flagged.columns else None
     xs = replies[seq] if seq else replies.index + 1
-    ax = _axes(ax)
+    ax = new_axes(ax)
     ax.plot(xs, replies["rtt_ms"], marker="o", markersize=4, color="tab:blue",
             label="RTT samples")
     out = replies[replies["outlier"].astype(bool)]
@@ -185,7 +197,7 @@ def plot_expected_vs_measured(compare_df: "pd.DataFrame", ax: Optional["Axes"] =
         raise InputError("the verdict table is empty")
     rows = compare_df.reset_index(drop=True)
     mixed = rows["unit"].nunique() > 1
-    ax = _axes(ax, (8, 1.2 + 0.8 * len(rows)))
+    ax = new_axes(ax, (8, 1.2 + 0.8 * len(rows)))
     for i, row in rows.iterrows():
         y = len(rows) - 1 - i
         usable = row["expected"] is not None and row["expected"] == row["expected"] \
@@ -221,18 +233,20 @@ def plot_expected_vs_measured(compare_df: "pd.DataFrame", ax: Optional["Axes"] =
 def plot_shares(shares_table: "pd.DataFrame", ax: Optional["Axes"] = None) -> "Axes":
     """Each flow's measured receiver rate (bars, Mbit/s) with its max-min fair share of the
     link rate and of the TCP goodput as short lines over the bar; the sender's claim as a
-    hollow marker. ``shares_table`` is the ``table`` of :func:`labtools.lab.probes.shares_table`."""
+    hollow marker. ``shares_table`` is the ``table`` of a
+    :class:`~labtools.judge.shares.FlowsMeasurement`."""
     _need(shares_table, ["flow", "connections", "expected_share_mbps",
                          "expected_goodput_mbps", "measured_mbps"], "shares table")
     rows = shares_table.reset_index(drop=True)
-    ax = _axes(ax)
+    ax = new_axes(ax)
     xs = list(range(len(rows)))
     ax.bar(xs, rows["measured_mbps"].fillna(0.0), width=0.6, color="tab:blue",
            label="measured (receiver)")
-    for column, style, label in (
-            ("expected_share_mbps", dict(color="black", linestyles="-"), "fair share (link rate)"),
-            ("expected_goodput_mbps", dict(color="tab:green", linestyles="--"),
-             "fair share × 1448/1514 (TCP goodput)")):
+    lines: Tuple[Tuple[str, Dict[str, Any], str], ...] = (
+        ("expected_share_mbps", dict(color="black", linestyles="-"), "fair share (link rate)"),
+        ("expected_goodput_mbps", dict(color="tab:green", linestyles="--"),
+         "fair share × 1448/1514 (TCP goodput)"))
+    for column, style, label in lines:
         values = rows[column]
         keep = [x for x, v in zip(xs, values) if v is not None and v == v]
         if keep:
@@ -256,16 +270,16 @@ def plot_shares(shares_table: "pd.DataFrame", ax: Optional["Axes"] = None) -> "A
 def plot_udp_sweep(capacity_table: "pd.DataFrame", link_mbps: Optional[float] = None,
                    ax: Optional["Axes"] = None) -> "Axes":
     """Received vs offered UDP rate (Mbit/s) for a capacity search
-    (:data:`labtools.lab.capacity.CAPACITY_COLUMNS`): clean steps as dots, saturated steps as
+    (:data:`labtools.judge.capacity.CAPACITY_COLUMNS`): clean steps as dots, saturated steps as
     red crosses, the ``received = offered`` line, the link rate, and the loss (%) on a
     second y axis (``ax.figure.axes[-1]``)."""
-    from labtools.lab.capacity import CAPACITY_COLUMNS
+    from labtools.judge.capacity import CAPACITY_COLUMNS
 
     _need(capacity_table, CAPACITY_COLUMNS, "capacity table")
     rows = capacity_table.sort_values("offered_mbps")
     if not len(rows):
         raise InputError("the capacity table is empty")
-    ax = _axes(ax)
+    ax = new_axes(ax)
     top = float(max(rows["offered_mbps"].max(), rows["received_mbps"].max(), link_mbps or 0))
     ax.plot([0, top * 1.1], [0, top * 1.1], color="grey", linestyle=":",
             label="received = offered")
@@ -277,7 +291,8 @@ def plot_udp_sweep(capacity_table: "pd.DataFrame", link_mbps: Optional[float] = 
             marker="x", markersize=9, markeredgewidth=2, color="tab:red",
             label="saturated step (loss or no growth)")
     if link_mbps is not None:
-        ax.axhline(link_mbps, color="black", linestyle="-.", label=f"link rate {link_mbps:g} Mbit/s")
+        ax.axhline(link_mbps, color="black", linestyle="-.",
+                   label=f"link rate {link_mbps:g} Mbit/s")
     ax.set_xlim(0, top * 1.1)
     ax.set_ylim(0, top * 1.1)
     ax.set_xlabel("offered rate (Mbit/s)")
@@ -295,134 +310,24 @@ def plot_udp_sweep(capacity_table: "pd.DataFrame", link_mbps: Optional[float] = 
     return ax
 
 
-# --- topology drawing ----------------------------------------------------------------------
-def link_label(link: Link) -> str:
-    """``L1 40 Mbit/s 10 ms q67``: the link's name and shaping (what is set)."""
-    parts = [link.label]
-    if link.bw_mbps is not None:
-        parts.append(f"{link.bw_mbps:g} Mbit/s")
-    if link.delay_ms:
-        parts.append(f"{link.delay_ms:g} ms")
-    if link.loss_pct:
-        parts.append(f"{link.loss_pct:g} % loss")
-    if link.queue_pkts is not None:
-        parts.append(f"q{link.queue_pkts}")
-    return " ".join(parts)
+def plot_measurement(result: Any, ax: Optional["Axes"] = None) -> "Axes":
+    """The plot that fits a judged result: RTT samples for a ping, sender and receiver per
+    interval for a TCP transfer, expected vs measured for UDP, the shares of concurrent
+    flows, the sweep of a capacity search."""
+    from labtools.judge.capacity import CapacitySearch
+    from labtools.judge.shares import FlowsMeasurement
 
+    if isinstance(result, FlowsMeasurement):
+        return plot_shares(result.table, ax=ax)
+    if isinstance(result, CapacitySearch):
+        link = result.expected.bottleneck_mbps if result.expected else None
+        return plot_udp_sweep(result.table, link_mbps=link, ax=ax)
+    kind, e = result.summary.kind, result.expected
+    if kind == "rtt":
+        return plot_rtts(result.table, None if e is None else e.rtt_ms, ax=ax)
+    if kind == "tcp" and "side" in result.table.columns and len(result.table):
+        return plot_intervals(result.table, None if e is None else e.bottleneck_mbps,
+                              None if e is None else e.tcp_goodput_ceiling_mbps,
+                              result.summary.warmup_s or None, ax=ax)
+    return plot_expected_vs_measured(result.verdicts_table, ax=ax)
 
-def _farthest(topo: Topology, start: str) -> Tuple[str, Dict[str, Optional[str]]]:
-    """Dijkstra from ``start`` where shaped links weigh 10 and others 1: the farthest node
-    (first in definition order on ties) and the parent of each reached node."""
-    import heapq
-
-    order = {name: i for i, name in enumerate(topo.names())}
-    dist: Dict[str, float] = {start: 0.0}
-    parent: Dict[str, Optional[str]] = {start: None}
-    heap = [(0.0, order[start], start)]
-    while heap:
-        d, _o, node = heapq.heappop(heap)
-        if d > dist[node]:
-            continue
-        for link in topo.links_of(node):
-            nxt, nd = link.other(node), d + (10.0 if link.shaped else 1.0)
-            if nd < dist.get(nxt, float("inf")):
-                dist[nxt], parent[nxt] = nd, node
-                heapq.heappush(heap, (nd, order[nxt], nxt))
-    far = max(dist, key=lambda n: (dist[n], -order[n]))
-    return far, parent
-
-
-def _spine(topo: Topology) -> List[str]:
-    """The longest path (shaped links weigh most), from the first host's side."""
-    first = (topo.hosts or topo.names())[0]
-    one, _ = _farthest(topo, first)
-    other, parent = _farthest(topo, one)
-    spine = [other]
-    while parent[spine[-1]] is not None:
-        spine.append(parent[spine[-1]])  # type: ignore[arg-type]
-    if first in spine and spine.index(first) > len(spine) // 2:
-        spine.reverse()
-    return spine
-
-
-def _hanging(topo: Topology, spine: List[str]) -> Dict[str, List[str]]:
-    """Breadth-first tree from the spine: each node's children off the spine."""
-    children: Dict[str, List[str]] = {n: [] for n in topo.names()}
-    seen, queue = set(spine), deque(spine)
-    while queue:
-        node = queue.popleft()
-        for link in topo.links_of(node):
-            nxt = link.other(node)
-            if nxt not in seen:
-                seen.add(nxt)
-                children[node].append(nxt)
-                queue.append(nxt)
-    return children
-
-
-def topology_layout(topo: Topology) -> Dict[str, Tuple[float, float]]:
-    """Deterministic node positions: the longest path (shaped links weigh most) runs left to
-    right at y = 0, starting from the side of the first host; every other node hangs below
-    the spine node it is nearest to, subtrees side by side."""
-    spine = _spine(topo)
-    children = _hanging(topo, spine)
-
-    def width(node: str) -> int:
-        return max(1, sum(width(c) for c in children[node]))
-
-    pos: Dict[str, Tuple[float, float]] = {}
-
-    def place(node: str, left: float, depth: int) -> None:
-        pos[node] = (left + width(node) / 2, -depth)
-        for child in children[node]:
-            place(child, left, depth + 1)
-            left += width(child)
-
-    cursor = 0.0
-    for i, node in enumerate(spine):
-        if i and any(lk.shaped for lk in topo.links_of(node) if lk.joins(node, spine[i - 1])):
-            cursor += 1.5  # room for the link's label
-        span = max(1, sum(width(c) for c in children[node]))
-        left = cursor
-        for child in children[node]:
-            place(child, left, 1)
-            left += width(child)
-        pos[node] = (cursor + span / 2, 0.0)
-        cursor += span
-    for index, name in enumerate(n for n in topo.names() if n not in pos):
-        pos[name] = (float(index), 1.0)  # not connected: a row above
-    return pos
-
-
-def draw_topology(topo: Topology, ax: Optional["Axes"] = None) -> "Axes":
-    """The topology: hosts (circles), routers (squares), switches (diamonds); shaped links
-    thick and labelled with rate, delay and queue (``L1 40 Mbit/s 10 ms q67``)."""
-    pos = topology_layout(topo)
-    xs = [p[0] for p in pos.values()]
-    ys = [p[1] for p in pos.values()]
-    ax = _axes(ax, (max(6.0, 0.9 * (max(xs) - min(xs) + 2)), 1.5 + 1.3 * (max(ys) - min(ys) + 1)))
-    for link in topo.links:
-        (x1, y1), (x2, y2) = pos[link.a], pos[link.b]
-        style = dict(color="tab:red", linewidth=3, zorder=1) if link.shaped else \
-            dict(color="grey", linewidth=1, zorder=1)
-        ax.plot([x1, x2], [y1, y2], **style)
-        if link.shaped:
-            ax.text((x1 + x2) / 2, (y1 + y2) / 2 + 0.18, link_label(link), ha="center",
-                    va="bottom", fontsize="small", zorder=3,
-                    bbox=dict(facecolor="white", edgecolor="none", alpha=0.8, pad=1))
-    for kind, style in NODE_STYLE.items():
-        names = topo.names(kind)
-        if names:
-            ax.scatter([pos[n][0] for n in names], [pos[n][1] for n in names], s=650,
-                       marker=style["marker"], color=style["color"], edgecolors="black",
-                       zorder=2, label=style["label"])
-            for n in names:
-                ax.text(pos[n][0], pos[n][1], n, ha="center", va="center", fontsize="small",
-                        zorder=4)
-    ax.set_xlim(min(xs) - 1, max(xs) + 1)
-    ax.set_ylim(min(ys) - 0.7, max(ys) + 0.9)
-    ax.set_axis_off()
-    ax.set_title(f"Topology {topo.name}: shaped links in red (rate, one-way delay, queue in packets)",
-                 fontsize="medium")
-    ax.legend(loc="upper right", fontsize="small", markerscale=0.4, labelspacing=1.2)
-    return ax

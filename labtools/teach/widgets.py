@@ -1,8 +1,9 @@
 """Notebook widgets: a measurement panel and an answer box (ipywidgets).
 
-The widgets hold no measurement logic: the panel calls the runners in :data:`RUNNERS`,
-thin wrappers around :mod:`labtools.lab.probes`, :mod:`labtools.judge.verdicts` and
-:mod:`labtools.teach.plots`; the answer box calls :func:`labtools.judge.exercises.check`.
+The widgets hold no logic of their own: the panel calls a probe (:data:`RUNNERS`, one line
+each), shows the judged result's verdicts and the plot that fits it
+(:func:`labtools.teach.plots.plot_measurement`); the answer box calls
+:func:`labtools.judge.exercises.check`.
 
     from labtools.teach.widgets import MeasurementPanel, AnswerBox
     MeasurementPanel(lab, lab.topo)            # lab: a running LabSession
@@ -10,7 +11,8 @@ thin wrappers around :mod:`labtools.lab.probes`, :mod:`labtools.judge.verdicts` 
 
 A run blocks like any cell: the measurement runs in a helper thread while the panel's
 handler moves the progress bar by the elapsed time against the run's expected length, and
-the click returns when the measurement ends. Results replace the output area in place.
+the click returns when the measurement ends. After Ctrl-C the Run button stays disabled
+until the measurement has really finished (it has a time-out), so two runs never overlap.
 """
 
 from __future__ import annotations
@@ -21,24 +23,23 @@ import io
 import threading
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional
 
 import ipywidgets as w
 
-from labtools.errors import LabtoolsError
-from labtools.lab.probes import MIN_RTT_PING_INTERVAL_S
+from labtools.errors import InputError, LabtoolsError
+from labtools.judge.policy import MIN_RTT_PING_INTERVAL_S
 from labtools.model.topology import SWITCH, Topology
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
     from matplotlib.axes import Axes
 
-#: seconds between pings: the kit's dense train for a minimum RTT (see labtools.lab.probes)
-PING_INTERVAL_S = MIN_RTT_PING_INTERVAL_S
 STARTUP_S = 2.0  #: a run's overhead beyond its duration (servers, parsing), for the progress bar
 ERROR_STYLE = "color:#b00020"
-VERDICT_STYLE = {"ok": "color:#1a7f37", "suspicious": "color:#b35900", "invalid": "color:#b00020"}
+VERDICT_STYLE = {"ok": "color:#1a7f37", "suspicious": "color:#b35900", "invalid": "color:#b00020",
+                 "inconclusive": "color:#57606a"}
 
 
 @dataclass(frozen=True)
@@ -53,97 +54,48 @@ class RunSettings:
     flows: str = ""  #: a flow spec (``h1:h4x2,h2:h5``) for concurrent flows
 
 
-@dataclass
-class RunResult:
-    """A runner's answer: the verdict table, how to draw the plot, the measurements."""
-
-    verdicts: "pd.DataFrame"  #: :data:`labtools.judge.verdicts.COMPARE_COLUMNS`
-    draw: Optional[Callable[["Axes"], "Axes"]] = None
-    measurements: List[Any] = field(default_factory=list)
-
-
-# --- the runners: labtools calls only ------------------------------------------------------
-def _limits(topo: Topology, src: str, dst: str) -> Dict[str, Optional[float]]:
-    from labtools.model.expect import bottleneck, tcp_goodput_ceiling_mbps
-
-    rate = bottleneck(topo, src, dst)[0]
-    return {"link_mbps": rate,
-            "ceiling_mbps": None if rate is None else tcp_goodput_ceiling_mbps(rate)}
-
-
-def run_ping(lab: Any, s: RunSettings) -> RunResult:
-    """ping ``src`` -> ``dst`` for about ``duration_s`` (one echo per :data:`PING_INTERVAL_S`)."""
-    from labtools.teach import plots
+# --- the runners: one probe call each -------------------------------------------------------
+def run_ping(lab: Any, s: RunSettings) -> Any:
+    """ping ``src`` -> ``dst`` for about ``duration_s``, one echo per 50 ms."""
     from labtools.lab import probes
-    from labtools.model.expect import rtt_ms
-    from labtools.judge.verdicts import verdicts_for
 
-    count = max(3, round(s.duration_s / PING_INTERVAL_S))
-    m = probes.ping(lab, s.src, s.dst, count=count, interval_s=PING_INTERVAL_S)
-    expected = rtt_ms(lab.topo, s.src, s.dst)
-    return RunResult(verdicts_for(m.parsed, lab.topo, s.src, s.dst),
-                     lambda ax: plots.plot_rtts(m.table, expected, ax=ax), [m])
+    count = max(3, round(s.duration_s / MIN_RTT_PING_INTERVAL_S))
+    return probes.ping(lab, s.src, s.dst, count=count, interval_s=MIN_RTT_PING_INTERVAL_S)
 
 
-def _intervals(table: Any, limits: Dict[str, Optional[float]],
-               warmup_s: Optional[float]) -> Optional[Callable[["Axes"], "Axes"]]:
-    from labtools.teach import plots
-
-    if table is None or not len(table) or "side" not in table.columns:
-        return None
-    return lambda ax: plots.plot_intervals(table, warmup_s=warmup_s, ax=ax, **limits)
-
-
-def run_iperf3(lab: Any, s: RunSettings) -> RunResult:
-    """iperf3 TCP ``src`` -> ``dst``, 1 s intervals, the first seconds omitted (warm-up)."""
+def run_iperf3(lab: Any, s: RunSettings) -> Any:
+    """iperf3 TCP ``src`` -> ``dst``, 1 s intervals, the warm-up left out."""
     from labtools.lab import probes
-    from labtools.judge.verdicts import verdicts_for
 
-    m = probes.iperf3(lab, s.src, s.dst, duration_s=s.duration_s, omit_s=min(2, s.duration_s / 4))
-    return RunResult(verdicts_for(m.parsed, lab.topo, s.src, s.dst),
-                     _intervals(m.table, _limits(lab.topo, s.src, s.dst), None), [m])
+    return probes.iperf3(lab, s.src, s.dst, duration_s=s.duration_s)
 
 
-def run_udp(lab: Any, s: RunSettings) -> RunResult:
-    """iperf 2 UDP at ``rate_mbps`` from ``src`` to ``dst`` (the client's output has no
-    receiver intervals: the plot is expected vs measured)."""
-    from labtools.teach import plots
+def run_udp(lab: Any, s: RunSettings) -> Any:
+    """iperf 2 UDP at ``rate_mbps`` from ``src`` to ``dst``."""
     from labtools.lab import probes
-    from labtools.errors import InputError
-    from labtools.judge.verdicts import verdicts_for
 
     if not s.rate_mbps or s.rate_mbps <= 0:
         raise InputError("give the UDP rate to offer (Mbit/s > 0)")
-    m = probes.iperf_udp(lab, s.src, s.dst, s.rate_mbps, duration_s=s.duration_s, interval_s=1)
-    verdicts = verdicts_for(m.parsed, lab.topo, s.src, s.dst)
-    return RunResult(verdicts, lambda ax: plots.plot_expected_vs_measured(verdicts, ax=ax), [m])
+    return probes.iperf_udp(lab, s.src, s.dst, s.rate_mbps, duration_s=s.duration_s, interval_s=1)
 
 
-def run_simpleperf(lab: Any, s: RunSettings) -> RunResult:
+def run_simpleperf(lab: Any, s: RunSettings) -> Any:
     """The kit's simpleperf ``src`` -> ``dst`` with 1 s intervals."""
     from labtools.lab import probes
-    from labtools.judge.verdicts import WARMUP_S, verdicts_for
 
-    m = probes.simpleperf(lab, s.src, s.dst, duration_s=s.duration_s)
-    return RunResult(verdicts_for(m.parsed, lab.topo, s.src, s.dst),
-                     _intervals(m.table, _limits(lab.topo, s.src, s.dst), WARMUP_S), [m])
+    return probes.simpleperf(lab, s.src, s.dst, duration_s=s.duration_s)
 
 
-def run_flows(lab: Any, s: RunSettings) -> RunResult:
+def run_flows(lab: Any, s: RunSettings) -> Any:
     """Concurrent iperf3 flows (``flows``), measured shares against max-min fair shares."""
-    from labtools.teach import plots
     from labtools.lab import probes
     from labtools.model.fairness import parse_flows
 
-    flows = parse_flows(s.flows)
-    ms = probes.concurrent_iperf3(lab, flows, duration_s=s.duration_s,
-                                  omit_s=min(2, s.duration_s / 4))
-    shares = probes.shares_table(lab, flows, ms)
-    return RunResult(shares["verdicts"], lambda ax: plots.plot_shares(shares["table"], ax=ax), ms)
+    return probes.concurrent_iperf3(lab, parse_flows(s.flows, lab.topo), duration_s=s.duration_s)
 
 
-#: test name (as the dropdown shows it) -> runner(lab, RunSettings) -> RunResult
-RUNNERS: Dict[str, Callable[[Any, RunSettings], RunResult]] = {
+#: test name (as the dropdown shows it) -> runner(lab, RunSettings) -> judged result
+RUNNERS: Dict[str, Callable[[Any, RunSettings], Any]] = {
     "ping": run_ping,
     "iperf3 TCP": run_iperf3,
     "iperf UDP": run_udp,
@@ -198,14 +150,15 @@ class MeasurementPanel(w.VBox):
     """
 
     def __init__(self, lab_or_factory: Any, topo: Topology,
-                 runners: Optional[Mapping[str, Callable[[Any, RunSettings], RunResult]]] = None,
+                 runners: Optional[Mapping[str, Callable[[Any, RunSettings], Any]]] = None,
                  flows: Optional[str] = None) -> None:
         self._lab_source = lab_or_factory
         self._lab: Any = None if callable(lab_or_factory) else lab_or_factory
         self.topo = topo
         self.runners = dict(RUNNERS if runners is None else runners)
         self.nodes = [n.name for n in topo.nodes if n.kind != SWITCH]
-        self.last_result: Optional[RunResult] = None
+        self.last_result: Any = None
+        self._worker: Optional[threading.Thread] = None
         layout = w.Layout(width="260px")
         self.test = w.Dropdown(options=list(self.runners), description="test", layout=layout)
         self.src = w.Dropdown(options=self.nodes, description="source", layout=layout)
@@ -279,8 +232,19 @@ class MeasurementPanel(w.VBox):
             self._lab = self._lab_source()
         return self._lab
 
+    @property
+    def busy(self) -> bool:
+        """True while a measurement started from the panel is still running."""
+        return self._worker is not None and self._worker.is_alive()
+
     def run(self) -> None:
-        """Run the chosen test (what the Run button does); returns when it has finished."""
+        """Run the chosen test (what the Run button does); returns when it has finished.
+
+        Refused while an earlier run is still measuring (after Ctrl-C it finishes on its
+        own, within its time-out)."""
+        if self.busy:
+            self._fail("the previous measurement is still running: wait until it finishes")
+            return
         s = self.settings()
         runner = self.runners[s.test]
         box: Dict[str, Any] = {}
@@ -288,27 +252,28 @@ class MeasurementPanel(w.VBox):
         def work() -> None:
             try:
                 box["result"] = runner(self._get_lab(), s)
-            except Exception as err:  # reported in the panel, below
+            except Exception as err:  # noqa: BLE001 - reported in the panel, below
                 box["error"], box["trace"] = err, traceback.format_exc()
+            finally:
+                self.run_button.disabled = False  # the measurement is over, whoever waits
 
         self.run_button.disabled = True
         self.progress.value, self.progress.bar_style = 0, ""
         what = f"{s.test} {s.flows}" if s.test in FLOW_TESTS else f"{s.test} {s.src} → {s.dst}"
         started, expected = time.monotonic(), self.expected_seconds(s)
-        worker = threading.Thread(target=work, name="labtools-panel-run", daemon=True)
-        worker.start()
+        self._worker = threading.Thread(target=work, name="labtools-panel-run", daemon=True)
+        self._worker.start()
         try:
-            while worker.is_alive():
+            while self._worker.is_alive():
                 elapsed = time.monotonic() - started
                 self.progress.value = min(95, int(100 * elapsed / expected))
                 self.status.value = html.escape(
                     f"running {what}: {elapsed:.0f} s of about {expected:.0f} s")
-                worker.join(0.25)
+                self._worker.join(0.25)
         except KeyboardInterrupt:
-            self._fail("interrupted: the measurement finishes on its own (it has a time-out)")
+            self._fail("interrupted: the measurement finishes on its own (it has a time-out); "
+                       "Run is available again when it has")
             raise
-        finally:
-            self.run_button.disabled = False
         self._finish(box, what, time.monotonic() - started)
 
     def _finish(self, box: Dict[str, Any], what: str, elapsed: float) -> None:
@@ -329,13 +294,14 @@ class MeasurementPanel(w.VBox):
         self.progress.bar_style = "danger"
         self.status.value = f'<span style="{ERROR_STYLE}">✗ {html.escape(message)}</span>'
 
-    def show(self, result: RunResult) -> None:
-        """Replace the output area with the verdict table and the plot."""
-        items = [_display({"text/html": verdicts_html(result.verdicts),
-                           "text/plain": result.verdicts.to_string()})]
-        if result.draw is not None:
-            png = base64.b64encode(figure_png(result.draw)).decode("ascii")
-            items.append(_display({"image/png": png, "text/plain": "<plot>"}))
+    def show(self, result: Any) -> None:
+        """Replace the output area with the result's verdicts and its plot."""
+        from labtools.teach.plots import plot_measurement
+
+        table = result.verdicts_table
+        items = [_display({"text/html": verdicts_html(table), "text/plain": table.to_string()})]
+        png = base64.b64encode(figure_png(lambda ax: plot_measurement(result, ax))).decode("ascii")
+        items.append(_display({"image/png": png, "text/plain": "<plot>"}))
         self.output.outputs = tuple(items)
 
 
@@ -380,4 +346,5 @@ class AnswerBox(w.VBox):
             return
         style = VERDICT_STYLE["ok"] if self.feedback.correct else ERROR_STYLE
         mark = "✓" if self.feedback.correct else "✗"
-        self.result.value = f'<span style="{style}">{mark} {html.escape(self.feedback.message)}</span>'
+        message = html.escape(self.feedback.message)
+        self.result.value = f'<span style="{style}">{mark} {message}</span>'

@@ -44,7 +44,9 @@ Summary keys (rates in Mbit/s, None where the output has no such number):
   iperf's ``WARNING`` texts, e.g. no ack of the last datagram: then no Server Report).
 
 No report line (empty text, ``connect failed``...) raises :class:`ParseError` (tool
-``iperf``), quoting iperf's complaint when there is one.
+``iperf``), quoting iperf's complaint when there is one; so does iperf3's text output
+(recognised by its ``Bitrate`` header, ``sender``/``receiver`` totals or ``iperf Done.``),
+whose numbers iperf 2's would misread: use ``iperf3 -J`` and the iperf3 parser.
 """
 
 from __future__ import annotations
@@ -70,11 +72,16 @@ _ROW = re.compile(
     r"(?P<xfer>\d+(?:\.\d+)?)\s+(?P<xunit>\w+)\s+(?P<rate>\d+(?:\.\d+)?)\s+(?P<runit>\S+/sec)"
     r"(?:\s+(?P<jitter>\d+(?:\.\d+)?)\s+ms\s+(?P<lost>\d+)/\s*(?P<total>\d+))?"
 )
-_HEADER = re.compile(r"^(?P<role>Client connecting to|Server listening on)\b.*?\b(?P<proto>TCP|UDP)\b")
+_HEADER = re.compile(
+    r"^(?P<role>Client connecting to|Server listening on)\b.*?\b(?P<proto>TCP|UDP)\b")
 _SENT = re.compile(r"^\[\s*\d+\]\s+Sent (?P<n>\d+) datagrams")
 _OOO = re.compile(r"^\[\s*(?:\d+|SUM)\].*?(?P<n>\d+) datagrams received out-of-order")
 _WARNING = re.compile(r"WARNING:\s*(?P<msg>.+?)\s*$")
-_FAILED = re.compile(r"(connect failed.*|Connection refused.*|No route to host.*|unknown host.*)", re.I)
+#: lines only iperf3's text output has (its column header, its totals, its last line)
+_IPERF3_TEXT = re.compile(r"^(?:\[ ID\] Interval\s+Transfer\s+Bitrate|iperf Done\.|"
+                          r"\[.*\s(?:sender|receiver)$)", re.MULTILINE)
+_FAILED = re.compile(
+    r"(connect failed.*|Connection refused.*|No route to host.*|unknown host.*)", re.I)
 
 
 def _row(m: "re.Match[str]", kind: str) -> Dict[str, Any]:
@@ -82,7 +89,8 @@ def _row(m: "re.Match[str]", kind: str) -> Dict[str, Any]:
     if xunit not in BYTE_UNITS:
         raise ParseError(TOOL, f"unknown transfer unit {xunit!r} in: {m.group(0)}")
     if runit not in BIT_RATE_UNITS:
-        raise ParseError(TOOL, f"rate unit {runit!r} is not a bit rate (use -f with k/m/g): {m.group(0)}")
+        raise ParseError(TOOL, f"rate unit {runit!r} is not a bit rate (use -f with k/m/g): "
+                               f"{m.group(0)}")
     return {
         "stream": -1 if m["id"] == "SUM" else int(m["id"]),
         "start_s": float(m["start"]),
@@ -166,6 +174,9 @@ def parse(text: str) -> Parsed:
 
     if not text or not text.strip():
         raise ParseError(TOOL, "empty output (no report line)")
+    if _IPERF3_TEXT.search(text):
+        raise ParseError(TOOL, "this is iperf3's text output, not iperf 2's: run `iperf3 -J` "
+                               "and read that with `labtools parse iperf3`")
     found = _scan([line.strip() for line in text.splitlines()])
     rows: List[Dict[str, Any]] = found["rows"]
     if not rows:

@@ -123,7 +123,8 @@ def _row(source: str, side_default: str, idx: int, item: Dict[str, Any]) -> Dict
     }
 
 
-def _interval_rows(intervals: List[Any], source: str, side_default: str) -> Tuple[List[Dict[str, Any]], int]:
+def _interval_rows(intervals: List[Any], source: str,
+                   side_default: str) -> Tuple[List[Dict[str, Any]], int]:
     """Rows of one ``intervals`` list and how many repeated intervals were dropped."""
     rows: List[Dict[str, Any]] = []
     seen: List[Any] = []
@@ -245,7 +246,8 @@ def parse(text: str) -> Parsed:
     summary.update(
         error=error,
         complete=error is None and bool(end.get("sum_sent") or end.get("sum")),
-        server_output="json" if has_server_json else ("text" if "server_output_text" in doc else None),
+        server_output="json" if has_server_json else (
+            "text" if "server_output_text" in doc else None),
         json_objects=len(objects),
         duplicate_intervals_dropped=dropped,
     )

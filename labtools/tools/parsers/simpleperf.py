@@ -1,4 +1,5 @@
-"""Parser of ``simpleperf --json`` output (the kit's own TCP tool, :mod:`labtools.tools.simpleperf`).
+"""Parser of ``simpleperf --json`` output (the kit's own TCP tool,
+:mod:`labtools.tools.simpleperf`).
 
 The input is what the client (``simpleperf -c ... --json``) or the server
 (``simpleperf -s ... --json``) printed on stdout: one JSON object per line, each with a

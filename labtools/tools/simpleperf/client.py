@@ -15,13 +15,13 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from labtools import __version__
 from labtools.errors import ToolError
 from labtools.tools.simpleperf import protocol
 from labtools.tools.simpleperf.options import Options
-from labtools.tools.simpleperf.report import Record, Reporter, mbps, seconds
+from labtools.tools.simpleperf.report import HeldRows, Record, Reporter, mbps, seconds
 from labtools.tools.simpleperf.stopping import StopFlag
 
 #: bytes handed to each send call
@@ -217,6 +217,8 @@ class Client:
         interval = self.opts.interval_s
         next_tick = t0 + interval if interval else None
         marks: Dict[int, Tuple[float, int]] = {c.number: (0.0, 0) for c in conns}
+        rows = {c.number: HeldRows(interval, self._row_printer("sender", c.number))
+                for c in conns}
         while True:
             alive = [t for t in threads if t.is_alive()]
             if not alive:
@@ -225,24 +227,32 @@ class Client:
             alive[0].join(max(0.0, wait))
             self._drain(conns)
             if next_tick is not None and time.monotonic() >= next_tick:
-                self._sender_rows(conns, marks, time.monotonic() - t0)
+                self._sender_rows(conns, marks, rows, time.monotonic() - t0)
                 while next_tick <= time.monotonic():
                     next_tick += interval
         if interval:
-            self._sender_rows(conns, marks, None)
+            self._sender_rows(conns, marks, rows, None)
+
+    def _row_printer(self, side: str, conn: int) -> Callable[[float, float, int], None]:
+        return lambda start_s, end_s, nbytes: self._interval_row(side, conn, start_s, end_s, nbytes)
 
     def _sender_rows(self, conns: List[_Conn], marks: Dict[int, Tuple[float, int]],
-                     elapsed: Optional[float]) -> None:
-        """One interval row per connection; ``elapsed`` None = the final rows."""
+                     rows: Dict[int, HeldRows], elapsed: Optional[float]) -> None:
+        """One interval per connection (held one interval, see :class:`HeldRows`);
+        ``elapsed`` None = the last ones."""
         for conn in conns:
             start_s, start_bytes = marks[conn.number]
+            if start_s < 0:
+                continue  # this connection's last row is out already
             done = conn.sending_done
             sent = conn.sent
             end_s = max(start_s, conn.end_s if done or elapsed is None else elapsed)
-            if start_s < 0 or (done and sent == start_bytes):
-                continue
-            self._interval_row("sender", conn.number, start_s, end_s, sent - start_bytes)
-            marks[conn.number] = (-1.0, sent) if done else (end_s, sent)
+            if done or elapsed is None:
+                rows[conn.number].close(start_s, end_s, sent - start_bytes)
+                marks[conn.number] = (-1.0, sent)
+            else:
+                rows[conn.number].add(start_s, end_s, sent - start_bytes)
+                marks[conn.number] = (end_s, sent)
 
     def _interval_row(self, side: str, conn: int, start_s: float, end_s: float,
                       nbytes: int) -> None:
@@ -254,11 +264,15 @@ class Client:
         points = list(conn.reader.progress)
         if conn.reader.ack is not None:
             points.append(conn.reader.ack)
+        rows = HeldRows(self.opts.interval_s, self._row_printer("receiver", conn.number))
         last_s, last_bytes = 0.0, 0
-        for elapsed, total in points:
-            if total > last_bytes:
-                self._interval_row("receiver", conn.number, last_s, elapsed, total - last_bytes)
+        for index, (elapsed, total) in enumerate(points):
+            if index == len(points) - 1:
+                rows.close(last_s, elapsed, total - last_bytes)
+            elif total > last_bytes:
+                rows.add(last_s, elapsed, total - last_bytes)
             last_s, last_bytes = elapsed, total
+        rows.close(last_s, last_s, 0)  # prints what is still held (a no-op after close)
 
     def _finish(self, conns: List[_Conn]) -> int:
         """Print receiver rows, per-connection results and totals; the exit status."""

@@ -11,11 +11,59 @@ from __future__ import annotations
 import json
 import sys
 import threading
-from typing import Any, Callable, Dict, Optional, TextIO
+from typing import Any, Callable, Dict, Optional, TextIO, Tuple
 
 from labtools.tools.simpleperf.options import UNITS
 
 Record = Dict[str, Any]
+
+#: a last interval shorter than this fraction of the interval length is a sliver: the bytes
+#: that arrived (or were handed over) in its few milliseconds give a rate the transfer never
+#: had (``3.00 - 3.00  21.89 MB  47975.94 Mbps``). It is folded into the row before it.
+SLIVER_FRACTION = 0.1
+
+
+class HeldRows:
+    """Interval rows printed one interval late, so that a last sliver (see
+    :data:`SLIVER_FRACTION`) is folded into the row before it instead of printed with an
+    impossible rate. Rows stay contiguous and their bytes add up to the total.
+
+    ``emit(start_s, end_s, nbytes)`` prints a row."""
+
+    def __init__(self, interval_s: float, emit: Callable[[float, float, int], None]) -> None:
+        self.interval_s = interval_s
+        self.emit = emit
+        self.held: Optional[Tuple[float, float, int]] = None
+
+    def add(self, start_s: float, end_s: float, nbytes: int) -> None:
+        """A finished interval: print the one held so far, hold this one."""
+        if self.held is not None:
+            self.emit(*self.held)
+        self.held = (start_s, end_s, nbytes)
+
+    def close(self, start_s: float, end_s: float, nbytes: int) -> None:
+        """The last interval (``nbytes`` may be 0: nothing more arrived): folded into the
+        held row when it is a sliver, then everything is printed."""
+        last: Optional[Tuple[float, float, int]] = (start_s, end_s, nbytes) if nbytes > 0 else None
+        if last is not None and self.held is not None and \
+                end_s - start_s < SLIVER_FRACTION * self.interval_s:
+            held_start, _end, held_bytes = self.held
+            self.held, last = (held_start, end_s, held_bytes + nbytes), None
+        for row in (self.held, last):
+            if row is not None:
+                self.emit(*row)
+        self.held = None
+
+#: a last interval shorter than this fraction of the interval length is a sliver: the bytes
+#: that arrived (or were handed over) in its few milliseconds give a rate the transfer never
+#: had. It is folded into the row before it where that row is still to be printed, and
+#: otherwise not printed; its bytes always stay in the totals.
+SLIVER_FRACTION = 0.1
+
+
+def is_sliver(start_s: float, end_s: float, interval_s: float) -> bool:
+    """True for a last interval too short to give a rate (see :data:`SLIVER_FRACTION`)."""
+    return interval_s > 0 and end_s - start_s < SLIVER_FRACTION * interval_s
 
 
 def mbps(nbytes: int, seconds: float) -> Optional[float]:

@@ -19,7 +19,7 @@ from labtools import __version__
 from labtools.errors import ToolError
 from labtools.tools.simpleperf import protocol
 from labtools.tools.simpleperf.options import Options
-from labtools.tools.simpleperf.report import Record, Reporter, mbps, seconds
+from labtools.tools.simpleperf.report import HeldRows, Record, Reporter, mbps, seconds
 from labtools.tools.simpleperf.stopping import StopFlag
 
 #: bytes per recv_into call
@@ -195,6 +195,8 @@ class Server:
         tick_s, tick_bytes, total, error = 0.0, 0, 0, None
         view = memoryview(bytearray(RECV_BUFFER_BYTES))
         recv_into, now = sock.recv_into, time.monotonic
+        rows = HeldRows(interval, lambda start_s, end_s, nbytes: self._interval(
+            conn, start_s, end_s, nbytes))
         try:
             sock.settimeout(IDLE_TIMEOUT_S)
             while True:
@@ -205,7 +207,7 @@ class Server:
                 if interval and now() >= next_tick:
                     elapsed = now() - started
                     sock.sendall(protocol.encode_record(protocol.MAGIC_PROG, elapsed, total))
-                    self._interval(conn, tick_s, elapsed, total - tick_bytes)
+                    rows.add(tick_s, elapsed, total - tick_bytes)
                     tick_s, tick_bytes = elapsed, total
                     next_tick = started + (int(elapsed / interval) + 1) * interval
         except socket.timeout:
@@ -214,8 +216,8 @@ class Server:
             error = err.strerror or str(err)
         duration = time.monotonic() - started
         interrupted = self.stop.is_set
-        if interval and total > tick_bytes:
-            self._interval(conn, tick_s, duration, total - tick_bytes)
+        if interval:
+            rows.close(tick_s, duration, total - tick_bytes)
         if error is None and not interrupted:
             try:
                 sock.sendall(protocol.encode_record(protocol.MAGIC_ACK, duration, total))

@@ -1,0 +1,136 @@
+"""Judging a UDP capacity search from its steps.
+
+A search (:mod:`labtools.lab.capacity`) offers UDP at rising rates, then bisects around the
+knee. Each step is a judged iperf UDP :class:`~labtools.judge.measurement.Measurement`;
+:func:`judge_capacity` derives everything else from the steps alone, so a saved search is
+rebuilt from its raw outputs:
+
+- a step is *saturated* when it loses more than
+  :data:`~labtools.judge.policy.SATURATION_LOSS_PCT` percent or receives less than
+  :data:`~labtools.judge.policy.SATURATION_GROWTH` times the offered rate;
+- the *knee* is the lowest saturated offered rate, the *last clean* rate the highest
+  unsaturated one below it;
+- the *estimate* is the highest received rate at or below the knee (all steps when none
+  saturated), judged against the path's UDP goodput ceiling.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
+
+from labtools.judge import policy, verdicts
+from labtools.judge.measurement import JudgeContext, Measurement, ProbeCall
+from labtools.judge.verdicts import Verdict
+from labtools.model.expect import PairExpectation, expect_pair
+from labtools.model.topology import Topology
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+#: columns of the capacity table
+CAPACITY_COLUMNS = ["step", "phase", "offered_mbps", "received_mbps", "loss_pct", "jitter_ms",
+                    "saturated"]
+
+
+def is_saturated(offered_mbps: float, received_mbps: Optional[float],
+                 loss_pct: Optional[float]) -> bool:
+    """True when a step lost too much or received too little of what was offered."""
+    if received_mbps is None:
+        return True
+    return (loss_pct or 0.0) > policy.SATURATION_LOSS_PCT or \
+        received_mbps < policy.SATURATION_GROWTH * offered_mbps
+
+
+@dataclass(frozen=True)
+class CapacitySummary:
+    """A search's result (Mbit/s): the estimate of the path's UDP capacity, the knee and
+    the last clean offered rate (None where the search did not find one)."""
+
+    estimate_mbps: Optional[float]
+    knee_mbps: Optional[float]
+    last_clean_mbps: Optional[float]
+    steps: int
+    kind: str = "capacity"
+
+    def as_dict(self) -> Dict[str, Any]:
+        """JSON form."""
+        return {"estimate_mbps": self.estimate_mbps, "knee_mbps": self.knee_mbps,
+                "last_clean_mbps": self.last_clean_mbps, "steps": self.steps, "kind": self.kind}
+
+
+@dataclass
+class CapacitySearch:
+    """A judged capacity search: its steps, the table, the summary and the verdict."""
+
+    src: str
+    dst: str
+    steps: List[Measurement]
+    table: "pd.DataFrame"
+    summary: CapacitySummary
+    expected: Optional[PairExpectation]
+    verdicts: List[Verdict]
+    context: JudgeContext = field(default_factory=JudgeContext)
+    call: Optional[ProbeCall] = None
+    group_id: Optional[str] = None
+    started_at: str = ""
+    finished_at: str = ""
+
+    @property
+    def estimate_mbps(self) -> Optional[float]:
+        """The capacity estimate, Mbit/s of UDP payload."""
+        return self.summary.estimate_mbps
+
+    @property
+    def verdict(self) -> str:
+        """The worst of the verdicts."""
+        return policy.worst([v.verdict for v in self.verdicts])
+
+    @property
+    def verdicts_table(self) -> "pd.DataFrame":
+        """The verdicts as a table."""
+        return verdicts.compare(self.verdicts)
+
+
+def capacity_table(steps: Sequence[Measurement], phases: Sequence[str],
+                   offered: Sequence[float]) -> "pd.DataFrame":
+    """One row per step (:data:`CAPACITY_COLUMNS`)."""
+    import pandas as pd
+
+    rows = []
+    for index, (m, phase, rate) in enumerate(zip(steps, phases, offered), start=1):
+        s = m.summary
+        received, loss = getattr(s, "receiver_mbps", None), getattr(s, "loss_pct", None)
+        rows.append({"step": index, "phase": phase, "offered_mbps": float(rate),
+                     "received_mbps": received, "loss_pct": loss,
+                     "jitter_ms": getattr(s, "jitter_ms", None),
+                     "saturated": is_saturated(float(rate), received, loss)})
+    return pd.DataFrame(rows, columns=CAPACITY_COLUMNS)
+
+
+def summarize_search(table: "pd.DataFrame") -> CapacitySummary:
+    """Knee, last clean rate and estimate from a capacity table."""
+    saturated = table[table["saturated"].astype(bool)]
+    knee = float(saturated["offered_mbps"].min()) if len(saturated) else None
+    clean_rows = table[~table["saturated"].astype(bool)]
+    if knee is not None:
+        clean_rows = clean_rows[clean_rows["offered_mbps"] < knee]
+    clean = float(clean_rows["offered_mbps"].max()) if len(clean_rows) else None
+    usable = table if knee is None else table[table["offered_mbps"] <= knee]
+    received = usable["received_mbps"].dropna()
+    estimate = float(received.max()) if len(received) else None
+    return CapacitySummary(estimate, knee, clean, len(table))
+
+
+def judge_capacity(topo: Topology, src: str, dst: str, steps: Sequence[Measurement],
+                   phases: Sequence[str], offered: Sequence[float],
+                   context: Optional[JudgeContext] = None) -> CapacitySearch:
+    """The judged search from its steps (in the order they ran)."""
+    table = capacity_table(steps, phases, offered)
+    summary = summarize_search(table)
+    expected = expect_pair(topo, src, dst)
+    row = verdicts.rate_verdict(summary.estimate_mbps, expected.udp_goodput_ceiling_mbps,
+                                metric="capacity estimate",
+                                machine=None if context is None else context.machine)
+    return CapacitySearch(src, dst, list(steps), table, summary, expected, [row],
+                          context or JudgeContext())

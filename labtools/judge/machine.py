@@ -1,0 +1,69 @@
+"""What this machine adds to an emulated network and what it can carry (a calibration).
+
+The lab measures it at start (:mod:`labtools.lab.calibration`) on a small network of its
+own beside the lab's: one unshaped hop, one delayed hop, and a TCP transfer through two
+emulated routers whose links do not limit the rate. Under software emulation every number
+here is far from zero: timers fire late and the CPU, not the links, sets the rate.
+
+The verdicts use it (:mod:`labtools.judge.verdicts`): an RTT is expected to be the links'
+propagation plus what this machine adds on the same links, and a rate below expectation is
+``inconclusive`` when the load did not fit in what the machine forwards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Dict, Optional, Sequence
+
+from labtools.errors import InputError
+from labtools.model.topology import Link
+
+
+@dataclass(frozen=True)
+class MachineProfile:
+    """A calibration of this machine.
+
+    Attributes:
+        unshaped_link_ms: what one crossing of an unshaped link costs, ms (half the
+            minimum RTT of a ping over one such link).
+        delayed_link_late_ms: how late one crossing of a delayed (netem) link arrives
+            beyond its delay, ms (half of: minimum RTT minus twice the delay).
+        forward_mbps: TCP goodput (Mbit/s) that this machine forwards through two
+            emulated routers when no link limits it: the CPU's limit.
+        emulation: ``native``, ``vm-kvm`` or ``vm-tcg`` (software emulation).
+        measured_at: ISO 8601 UTC time of the calibration.
+        seconds: how long the calibration took, s.
+    """
+
+    unshaped_link_ms: float
+    delayed_link_late_ms: float
+    forward_mbps: float
+    emulation: str = "native"
+    measured_at: str = ""
+    seconds: float = 0.0
+
+    def added_ms(self, links: Sequence[Link]) -> float:
+        """What this machine adds (ms) to a packet crossing ``links`` once each (a
+        forward path, or a forward path plus the return path for an RTT)."""
+        return sum(self.delayed_link_late_ms if link.delay_ms > 0 else self.unshaped_link_ms
+                   for link in links)
+
+    def as_dict(self) -> Dict[str, Any]:
+        """JSON form."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Optional[Dict[str, Any]]) -> Optional["MachineProfile"]:
+        """The profile saved as :meth:`as_dict`, or None for no data."""
+        if not data:
+            return None
+        try:
+            return cls(**data)
+        except TypeError as err:
+            raise InputError(f"not a machine profile: {err}") from None
+
+    def describe(self) -> str:
+        """One line for people."""
+        return (f"this machine ({self.emulation}) adds {self.unshaped_link_ms:.2f} ms per "
+                f"unshaped link, {self.delayed_link_late_ms:.2f} ms per delayed link, and "
+                f"forwards at most {self.forward_mbps:.1f} Mbit/s")

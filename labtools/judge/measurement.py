@@ -1,0 +1,212 @@
+"""The judged measurement: one tool run, parsed, summarised, compared and judged.
+
+Every probe returns a :class:`Measurement`: the raw output, the parsed table, a typed
+summary (:mod:`labtools.tools.summaries`), the expected values of its pair
+(:class:`~labtools.model.expect.PairExpectation`) and its verdicts. It is built by
+:func:`judge_output` from text alone, so the same function rebuilds a saved measurement from
+its raw output without a network (:meth:`labtools.results.store.ResultStore.measurement`).
+
+What judging needs besides the output travels in a :class:`JudgeContext` (the warm-up left
+out, the rate a UDP sender was asked for, the load the network carried, this machine's
+calibration); it is saved with the measurement. :class:`ProbeCall` records which probe call
+made a measurement, with the arguments that identify it (replayed grading matches them).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence
+
+from labtools.errors import InputError
+from labtools.judge import policy, verdicts
+from labtools.judge.machine import MachineProfile
+from labtools.judge.verdicts import Verdict
+from labtools.model.expect import PairExpectation, expect_pair
+from labtools.model.topology import Topology
+from labtools.tools.parsers import parse
+from labtools.tools.parsers.base import Parsed
+from labtools.tools.summaries import RateSummary, RttSummary, Summary, UdpSummary, summarize
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+
+@dataclass(frozen=True)
+class ProbeCall:
+    """A probe call: the probe's name and the arguments that identify what it measured
+    (source, destination, flows, offered rate, window...; durations and counts are not
+    part of it: they follow the machine and the quick mode)."""
+
+    probe: str
+    args: Mapping[str, Any] = field(default_factory=dict)
+
+    def key(self) -> str:
+        """A canonical text form (two calls with equal keys measured the same thing)."""
+        return json.dumps({"probe": self.probe, "args": dict(self.args)}, sort_keys=True)
+
+    def as_dict(self) -> Dict[str, Any]:
+        """JSON form."""
+        return {"probe": self.probe, "args": dict(self.args)}
+
+    @classmethod
+    def from_dict(cls, data: Optional[Mapping[str, Any]]) -> Optional["ProbeCall"]:
+        """The call saved as :meth:`as_dict` (None for none)."""
+        if not data:
+            return None
+        return cls(str(data["probe"]), dict(data.get("args") or {}))
+
+    def describe(self) -> str:
+        """``iperf3(src=h1, dst=h4)``."""
+        return f"{self.probe}({', '.join(f'{k}={v}' for k, v in sorted(self.args.items()))})"
+
+
+@dataclass(frozen=True)
+class JudgeContext:
+    """What judging a run needs besides its output.
+
+    Attributes:
+        warmup_s: seconds at the start of a throughput run left out of its rate.
+        offered_mbps: the rate a UDP sender was asked to send (Mbit/s), if any.
+        load_mbps: the total goodput the network had to carry while this ran (concurrent
+            flows); None means this run's own expectation.
+        machine: this machine's calibration, if the lab made one.
+        window_bytes: the TCP window asked for (``iperf3 -w``), if any.
+    """
+
+    warmup_s: float = 0.0
+    offered_mbps: Optional[float] = None
+    load_mbps: Optional[float] = None
+    machine: Optional[MachineProfile] = None
+    window_bytes: Optional[int] = None
+
+    def as_dict(self) -> Dict[str, Any]:
+        """JSON form."""
+        return {"warmup_s": self.warmup_s, "offered_mbps": self.offered_mbps,
+                "load_mbps": self.load_mbps, "window_bytes": self.window_bytes,
+                "machine": None if self.machine is None else self.machine.as_dict()}
+
+    @classmethod
+    def from_dict(cls, data: Optional[Mapping[str, Any]]) -> "JudgeContext":
+        """The context saved as :meth:`as_dict`."""
+        data = dict(data or {})
+        return cls(float(data.get("warmup_s") or 0.0), data.get("offered_mbps"),
+                   data.get("load_mbps"), MachineProfile.from_dict(data.get("machine")),
+                   data.get("window_bytes"))
+
+
+@dataclass
+class Measurement:
+    """One judged tool run between ``src`` and ``dst``.
+
+    ``summary`` is typed (``.min_ms``, ``.steady_mbps``...); ``parsed.summary`` keeps every
+    number the tool printed. ``run_id`` is set once the store has saved it."""
+
+    tool: str
+    src: str
+    dst: str
+    command: List[str]
+    parsed: Parsed
+    summary: Summary
+    expected: Optional[PairExpectation]
+    verdicts: List[Verdict]
+    context: JudgeContext = field(default_factory=JudgeContext)
+    started_at: str = ""
+    finished_at: str = ""
+    run_id: Optional[int] = None
+    call: Optional[ProbeCall] = None
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def raw(self) -> str:
+        """What the tool printed."""
+        return self.parsed.raw
+
+    @property
+    def table(self) -> "pd.DataFrame":
+        """The parser's tidy per-sample table."""
+        return self.parsed.table
+
+    @property
+    def verdict(self) -> str:
+        """The worst of the verdicts."""
+        return policy.worst([v.verdict for v in self.verdicts])
+
+    @property
+    def verdicts_table(self) -> "pd.DataFrame":
+        """The verdicts as a table (:data:`~labtools.judge.verdicts.COMPARE_COLUMNS`)."""
+        return verdicts.compare(self.verdicts)
+
+    def as_dict(self) -> Dict[str, Any]:
+        """JSON form (no table, no raw output)."""
+        return {"tool": self.tool, "src": self.src, "dst": self.dst, "command": self.command,
+                "summary": self.summary.as_dict(),
+                "expected": None if self.expected is None else self.expected.as_dict(),
+                "verdicts": [v.as_dict() for v in self.verdicts], "verdict": self.verdict,
+                "context": self.context.as_dict(), "started_at": self.started_at,
+                "finished_at": self.finished_at, "run_id": self.run_id,
+                "call": None if self.call is None else self.call.as_dict(), **self.extra}
+
+
+def window_limit_mbps(window_bytes: Optional[int], rtt_ms: float) -> Optional[float]:
+    """The most a TCP window of ``window_bytes`` carries over ``rtt_ms``: one window per
+    round trip, Mbit/s (None without a window or a delay)."""
+    if not window_bytes or rtt_ms <= 0:
+        return None
+    return window_bytes * 8 / (rtt_ms / 1e3) / 1e6
+
+
+def judge_summary(summary: Summary, expected: Optional[PairExpectation],
+                  context: JudgeContext, topo: Optional[Topology] = None) -> List[Verdict]:
+    """The verdicts of one run's summary against its pair's expectation."""
+    if expected is None:
+        return []
+    machine = context.machine
+    if isinstance(summary, RttSummary):
+        added = 0.0
+        if machine is not None and topo is not None:
+            from labtools.model.expect import path
+
+            info = path(topo, expected.src, expected.dst)
+            added = machine.added_ms(info.links + info.reverse_links)
+        return [verdicts.rtt_verdict(summary.min_ms, summary.avg_ms, expected.rtt_ms, added)]
+    if isinstance(summary, UdpSummary):
+        sent = summary.sender_mbps if summary.sender_mbps is not None else context.offered_mbps
+        return verdicts.udp_verdicts(summary.receiver_mbps, sent, summary.loss_pct,
+                                     expected.udp_goodput_ceiling_mbps, machine)
+    if not isinstance(summary, RateSummary):
+        raise InputError(f"cannot judge a summary of kind {type(summary).__name__}")
+    ceiling = expected.tcp_goodput_ceiling_mbps
+    limit = window_limit_mbps(context.window_bytes, expected.rtt_ms)
+    if limit is not None and (ceiling is None or limit < ceiling):
+        return [verdicts.window_verdict(summary.steady_mbps, limit, machine)]
+    rows = [verdicts.rate_verdict(summary.steady_mbps, ceiling, load_mbps=context.load_mbps,
+                                  machine=machine)]
+    guard = verdicts.sender_guard(summary.sender_mbps, ceiling)
+    if guard is not None:
+        rows.append(guard)
+    return rows
+
+
+def judge_parsed(parsed: Parsed, topo: Optional[Topology], src: str, dst: str,
+                 context: Optional[JudgeContext] = None, command: Sequence[str] = (),
+                 **meta: Any) -> Measurement:
+    """A :class:`Measurement` from a parsed run; with no topology it has no expectation
+    and no verdicts. ``meta``: started_at, finished_at, run_id, call, extra."""
+    context = context or JudgeContext()
+    summary = summarize(parsed, context.warmup_s)
+    expected = expect_pair(topo, src, dst) if topo is not None and src and dst else None
+    found = judge_summary(summary, expected, context, topo)
+    return Measurement(parsed.tool, src, dst, list(command), parsed, summary, expected, found,
+                       context, **meta)
+
+
+def judge_output(tool: str, raw: str, topo: Optional[Topology], src: str, dst: str,
+                 context: Optional[JudgeContext] = None, command: Sequence[str] = (),
+                 **meta: Any) -> Measurement:
+    """Parse a tool's raw output and judge it (the three stages: parse, summarise, judge).
+
+    Raises :class:`~labtools.errors.ParseError` for output that is not ``tool``'s."""
+    if not isinstance(raw, str):
+        raise InputError(f"raw output must be text, got {type(raw).__name__}")
+    return judge_parsed(parse(tool, raw), topo, src, dst, context, command, **meta)

@@ -1,0 +1,161 @@
+"""How the kit judges a measurement, in one place: warm-up, tolerances, cut-offs, durations.
+
+Everything that decides a verdict or a graded check reads its numbers from here: the
+verdicts (:mod:`labtools.judge.verdicts`), the probes (warm-up left out), the test cases,
+the widgets and the notebooks' checks. Change a number here and every one of them follows.
+
+RTT
+    A sample is an *outlier* when it exceeds ``min + max(OUTLIER_ABS_MS, OUTLIER_REL x
+    min)`` of its series. The minimum RTT agrees with the expectation when it is within
+    ``max(RTT_TOL_MS, RTT_TOL_REL x expected)`` of it (plus what this machine adds, when
+    that was calibrated).
+Rates
+    A receiver's rate is ``ok`` from ``RATE_OK_LOW`` to ``RATE_MAX`` times its expectation;
+    above ``RATE_MAX`` it is more than the path can carry.
+Warm-up
+    The first ``min(WARMUP_MAX_S, WARMUP_FRACTION x duration)`` seconds of a throughput run
+    are left out of its rate (slow start, buffers filling).
+Windows
+    A transfer with a window (``-w``) smaller than the bandwidth-delay product is judged
+    against window / RTT, and may exceed it up to ``WINDOW_OVERSHOOT`` times.
+Fairness
+    Jain's index over the per-connection rates is ``ok`` from ``JAIN_OK`` up.
+UDP above capacity
+    Offered more than ``UDP_OVERLOAD`` times what the path carries, a UDP stream must lose
+    more than ``UDP_LOSS_ABOVE_CAPACITY_PCT`` percent.
+Capacity search
+    A step is saturated when it loses more than ``SATURATION_LOSS_PCT`` percent or receives
+    less than ``SATURATION_GROWTH`` times the offered rate.
+The machine
+    A rate below expectation says something about the network only when the load fits in
+    what this machine forwards: at most ``CAPACITY_HEADROOM`` times its calibrated
+    forwarding rate. Otherwise the verdict is ``inconclusive``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from labtools.errors import InputError
+
+# --- verdict names ----------------------------------------------------------------------
+OK, SUSPICIOUS, INVALID, INCONCLUSIVE = "ok", "suspicious", "invalid", "inconclusive"
+#: verdicts from best to worst (``inconclusive`` says nothing about the network)
+VERDICT_ORDER = (OK, INCONCLUSIVE, SUSPICIOUS, INVALID)
+
+# --- RTT ---------------------------------------------------------------------------------
+OUTLIER_ABS_MS = 2.0
+OUTLIER_REL = 0.10
+RTT_TOL_MS = 2.0
+RTT_TOL_REL = 0.05
+#: a minimum RTT comes from a dense train: 60 echoes 50 ms apart (3 s). Under software
+#: emulation an idle emulated CPU wakes late for every timer; a busy one answers sooner
+#: (README, "Where the kernel cannot emulate").
+MIN_RTT_PING_COUNT = 60
+MIN_RTT_PING_INTERVAL_S = 0.05
+
+# --- rates -------------------------------------------------------------------------------
+RATE_OK_LOW = 0.70
+RATE_MAX = 1.02
+
+# --- warm-up -----------------------------------------------------------------------------
+WARMUP_MAX_S = 2.0
+WARMUP_FRACTION = 0.25
+
+# --- windows -----------------------------------------------------------------------------
+#: a TCP connection whose window (``iperf3 -w``) is below the bandwidth-delay product moves at
+#: most window / RTT; Linux doubles the buffer a program asks for and keeps part of it for
+#: bookkeeping, so up to this factor more than window / RTT is not a fault
+WINDOW_OVERSHOOT = 2.0
+
+# --- fairness ----------------------------------------------------------------------------
+JAIN_OK = 0.9
+
+# --- UDP ---------------------------------------------------------------------------------
+UDP_OVERLOAD = 1.05
+UDP_LOSS_ABOVE_CAPACITY_PCT = 5.0
+
+# --- capacity search ---------------------------------------------------------------------
+SATURATION_LOSS_PCT = 1.0
+SATURATION_GROWTH = 0.90
+
+# --- the machine -------------------------------------------------------------------------
+CAPACITY_HEADROOM = 0.9
+
+
+def warmup_s(duration_s: float) -> float:
+    """Seconds left out at the start of a ``duration_s`` throughput run."""
+    if duration_s <= 0:
+        raise InputError(f"duration must be > 0 s, got {duration_s:g}")
+    return min(WARMUP_MAX_S, WARMUP_FRACTION * duration_s)
+
+
+def rtt_tolerance_ms(expected_ms: float) -> float:
+    """How far (ms) a minimum RTT may sit from ``expected_ms`` and still agree."""
+    return max(RTT_TOL_MS, RTT_TOL_REL * expected_ms)
+
+
+def outlier_threshold_ms(min_ms: float) -> float:
+    """RTT samples above this (ms) are outliers in a series whose minimum is ``min_ms``."""
+    return min_ms + max(OUTLIER_ABS_MS, OUTLIER_REL * min_ms)
+
+
+def rate_ok(measured_mbps: float, expected_mbps: float) -> bool:
+    """True when a receiver's rate is within ``RATE_OK_LOW .. RATE_MAX`` of expected."""
+    return RATE_OK_LOW * expected_mbps <= measured_mbps <= RATE_MAX * expected_mbps
+
+
+def fits_machine(load_mbps: float, forward_capacity_mbps: float) -> bool:
+    """True when this machine can carry ``load_mbps`` (its calibrated forwarding rate
+    ``forward_capacity_mbps``, with :data:`CAPACITY_HEADROOM`)."""
+    return load_mbps <= CAPACITY_HEADROOM * forward_capacity_mbps
+
+
+def worst(verdicts: "list[str] | tuple[str, ...]") -> str:
+    """The worst of some verdicts (:data:`VERDICT_ORDER`); ``ok`` for none."""
+    return max(verdicts, key=VERDICT_ORDER.index, default=OK)
+
+
+@dataclass(frozen=True)
+class Durations:
+    """How long a notebook's or a case's measurements run (s) and how many pings.
+
+    ``quick`` runs are what CI uses; TCP runs stay 10 s where sharing is judged (shorter
+    runs are too noisy)."""
+
+    tcp_s: float
+    sharing_s: float
+    udp_s: float
+    capacity_step_s: float
+    refine_steps: int
+    ping_count: int
+    ping_interval_s: float = MIN_RTT_PING_INTERVAL_S
+
+    @property
+    def warmup_s(self) -> float:
+        """Warm-up left out of a ``tcp_s`` run."""
+        return warmup_s(self.tcp_s)
+
+    @property
+    def sharing_warmup_s(self) -> float:
+        """Warm-up left out of a ``sharing_s`` run."""
+        return warmup_s(self.sharing_s)
+
+
+FULL = Durations(tcp_s=10, sharing_s=10, udp_s=10, capacity_step_s=4, refine_steps=3,
+                 ping_count=100)
+QUICK = Durations(tcp_s=4, sharing_s=10, udp_s=4, capacity_step_s=2, refine_steps=2,
+                  ping_count=MIN_RTT_PING_COUNT)
+
+
+def durations(quick: bool) -> Durations:
+    """The durations of a full run, or of a quick one (``LABTOOLS_QUICK=1``, CI)."""
+    return QUICK if quick else FULL
+
+
+def run_durations(duration_s: float) -> Durations:
+    """Durations of ``labtools run``: every throughput run ``duration_s`` long, capacity
+    search steps a third of it (at least 2 s), the minimum RTT from the dense ping train."""
+    return Durations(tcp_s=duration_s, sharing_s=duration_s, udp_s=duration_s,
+                     capacity_step_s=max(2.0, duration_s / 3), refine_steps=3,
+                     ping_count=MIN_RTT_PING_COUNT)

@@ -1,0 +1,141 @@
+"""Judging concurrent flows: each flow against its max-min fair share, the flows together
+against the shared link, and Jain's index over the connections.
+
+:func:`judge_flows` takes the flows and each one's parsed iperf3 output (nothing else), so
+a saved set of flows is rebuilt from its raw outputs exactly as it was judged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
+
+from labtools.judge import policy, verdicts
+from labtools.judge.measurement import JudgeContext, Measurement, ProbeCall, judge_parsed
+from labtools.judge.verdicts import Verdict
+from labtools.model.expect import bottleneck, tcp_goodput_ceiling_mbps
+from labtools.model.fairness import Flow, FlowShare, jain_index, max_min_shares
+from labtools.model.topology import Topology
+from labtools.tools.parsers.base import Parsed
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+#: columns of :attr:`FlowsMeasurement.table`
+SHARES_COLUMNS = ["flow", "connections", "expected_share_mbps", "expected_goodput_mbps",
+                  "measured_mbps", "sender_mbps", "limited_by"]
+
+
+@dataclass(frozen=True)
+class SharesSummary:
+    """Concurrent flows in numbers: their total goodput (Mbit/s), what the shared link
+    carries (Mbit/s, None when they share none), Jain's index per connection and the
+    spread of their start (ms)."""
+
+    total_mbps: float
+    capacity_mbps: Optional[float]
+    jain_index: Optional[float]
+    start_spread_ms: Optional[float]
+    kind: str = "shares"
+
+    def as_dict(self) -> Dict[str, Any]:
+        """JSON form."""
+        return {"total_mbps": self.total_mbps, "capacity_mbps": self.capacity_mbps,
+                "jain_index": self.jain_index, "start_spread_ms": self.start_spread_ms,
+                "kind": self.kind}
+
+
+@dataclass
+class FlowsMeasurement:
+    """Concurrent flows, judged: one :class:`Measurement` per flow (each judged against
+    its fair share), the shares table, a summary and the verdicts of the whole set (the
+    flows' rows, then the total and Jain's index)."""
+
+    flows: List[Flow]
+    measurements: List[Measurement]
+    shares: List[FlowShare]
+    table: "pd.DataFrame"
+    summary: SharesSummary
+    verdicts: List[Verdict]
+    context: JudgeContext = field(default_factory=JudgeContext)
+    call: Optional[ProbeCall] = None
+    group_id: Optional[str] = None
+    started_at: str = ""
+    finished_at: str = ""
+
+    @property
+    def jain_index(self) -> Optional[float]:
+        """Jain's index over the per-connection rates."""
+        return self.summary.jain_index
+
+    @property
+    def verdict(self) -> str:
+        """The worst of the verdicts."""
+        return policy.worst([v.verdict for v in self.verdicts])
+
+    @property
+    def verdicts_table(self) -> "pd.DataFrame":
+        """The verdicts as a table."""
+        return verdicts.compare(self.verdicts)
+
+
+def flows_spec(flows: Sequence[Flow]) -> str:
+    """``h1:h4x2,h2:h5`` (the form :func:`labtools.model.fairness.parse_flows` reads)."""
+    return ",".join(f"{f.src}:{f.dst}" + (f"x{f.connections}" if f.connections > 1 else "")
+                    for f in flows)
+
+
+def _shared_capacity(topo: Topology, shares: Sequence[FlowShare]) -> Optional[float]:
+    limits = {s.limited_by for s in shares if s.limited_by}
+    if len(limits) != 1:
+        return None
+    rate = topo.link(limits.pop()).bw_mbps
+    return None if rate is None else tcp_goodput_ceiling_mbps(rate)
+
+
+def judge_flows(topo: Topology, flows: Sequence[Flow], outputs: Sequence[Parsed],
+                context: JudgeContext, commands: Sequence[Sequence[str]] = (),
+                start_spread_ms: Optional[float] = None,
+                member_meta: Sequence[Dict[str, Any]] = ()) -> FlowsMeasurement:
+    """Judge concurrent flows from their parsed iperf3 outputs (one per flow, in order)."""
+    import pandas as pd
+
+    shares = max_min_shares(topo, flows)
+    goodput = [None if s.share_mbps is None else tcp_goodput_ceiling_mbps(s.share_mbps)
+               for s in shares]
+    load = sum(g for g in goodput if g is not None)
+    member_context = JudgeContext(context.warmup_s, None, load or None, context.machine)
+    measured = [judge_parsed(p, topo, f.src, f.dst, member_context,
+                             commands[i] if i < len(commands) else (),
+                             **(member_meta[i] if i < len(member_meta) else {}))
+                for i, (f, p) in enumerate(zip(flows, outputs))]
+    rates = [m.summary.steady_mbps for m in measured]  # type: ignore[union-attr]
+    capacity = _shared_capacity(topo, shares)
+    total = sum(r for r in rates if r is not None)
+    link_full = capacity is not None and total >= capacity * policy.RATE_OK_LOW
+    rows: List[Verdict] = []
+    for flow, want, got, m in zip(flows, goodput, rates, measured):
+        alone_rate = bottleneck(topo, flow.src, flow.dst)[0]
+        alone = None if alone_rate is None else tcp_goodput_ceiling_mbps(alone_rate)
+        row = verdicts.share_verdict(f"{flow.src}-{flow.dst}", got, want, alone, link_full,
+                                     load or None, context.machine)
+        guard = verdicts.sender_guard(m.summary.sender_mbps, alone)  # type: ignore[union-attr]
+        m.verdicts = [row] + ([guard] if guard is not None else [])
+        rows.append(row)
+    total_ok = True
+    if capacity is not None:
+        total_row = verdicts.total_verdict(total, capacity, load, context.machine)
+        total_ok = total_row.verdict != policy.INCONCLUSIVE
+        rows.append(total_row)
+    per_connection = [(r or 0.0) / f.connections for f, r in zip(flows, rates)
+                      for _ in range(f.connections)]
+    jain = jain_index(per_connection) if any(per_connection) else None
+    if len(per_connection) > 1:
+        rows.append(verdicts.jain_verdict(jain, total_ok))
+    table = pd.DataFrame([{
+        "flow": f"{f.src}-{f.dst}", "connections": f.connections,
+        "expected_share_mbps": s.share_mbps, "expected_goodput_mbps": g, "measured_mbps": r,
+        "sender_mbps": m.summary.sender_mbps, "limited_by": s.limited_by}  # type: ignore[union-attr]
+        for f, s, g, r, m in zip(flows, shares, goodput, rates, measured)], columns=SHARES_COLUMNS)
+    summary = SharesSummary(total, capacity, jain, start_spread_ms)
+    return FlowsMeasurement(list(flows), measured, shares, table, summary, rows, context)

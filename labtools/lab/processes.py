@@ -1,0 +1,83 @@
+"""Tools running on Mininet hosts: waiting with a time-out, stopping, servers listening.
+
+Every process the lab starts is the leader of its own process group (``mnexec -d``), so
+stopping it stops whatever it started.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from typing import List
+
+from labtools.errors import ProbeTimeout
+
+#: seconds a probe may take beyond its own duration before it counts as hung
+TIMEOUT_MARGIN_S = 20.0
+#: seconds a server may take to start listening (slow under software emulation)
+SERVER_READY_S = 30.0
+#: seconds between checks while a server starts
+SERVER_POLL_S = 0.05
+#: seconds a server without a port to watch gets before its client starts
+SERVER_START_S = 0.5
+
+
+def wait_output(proc: "subprocess.Popen[str]", argv: List[str], host: str,
+                timeout_s: float) -> str:
+    """Wait for ``proc``; its output, or :class:`ProbeTimeout` after stopping it."""
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        terminate(proc)
+        raise ProbeTimeout(
+            f"{argv[0]} on {host} did not finish within {timeout_s:g} s "
+            "(is the server hung or gone?)") from None
+    except BaseException:
+        terminate(proc)
+        raise
+    return out or ""
+
+
+def terminate(proc: "subprocess.Popen[str]", grace_s: float = 2.0) -> None:
+    """Stop a tool and its process group: SIGTERM, then SIGKILL after ``grace_s``."""
+    if proc.poll() is not None:
+        return
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            try:
+                proc.send_signal(sig)
+            except ProcessLookupError:
+                return
+        try:
+            proc.wait(timeout=grace_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def listening(pid: int, port: int, udp: bool = False) -> bool:
+    """True when a socket in the network namespace of process ``pid`` is bound to ``port``
+    (TCP: in LISTEN state). Reads ``/proc/PID/net``: no command runs."""
+    kinds = ("udp", "udp6") if udp else ("tcp", "tcp6")
+    wanted = f":{port:04X}"
+    for kind in kinds:
+        try:
+            with open(f"/proc/{pid}/net/{kind}", encoding="ascii") as table:
+                next(table, None)
+                for line in table:
+                    fields = line.split()
+                    bound = len(fields) > 3 and fields[1].endswith(wanted)
+                    if bound and (udp or fields[3] == "0A"):  # 0A: LISTEN
+                        return True
+        except OSError:
+            continue
+    return False
+
+
+def last_line(text: str) -> str:
+    """The last non-empty line of ``text`` ('' for none)."""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else ""

@@ -1,0 +1,203 @@
+"""Typed summaries of a parsed run: what a verdict, a plot or a student reads.
+
+A parser (:mod:`labtools.tools.parsers`) returns the tool's own totals as a dict of every
+number it printed; :func:`summarize` turns that, and the per-interval table, into one of
+three dataclasses with the units in the field names:
+
+- :class:`RttSummary` (ping): replies, loss, min/avg/max/mdev and percentiles of the RTT;
+- :class:`RateSummary` (a TCP transfer: iperf3, simpleperf): the sender's and the
+  receiver's rate, and the receiver's rate after the warm-up (``steady_mbps``);
+- :class:`UdpSummary` (iperf 2 or iperf3 UDP): sent and received rate, jitter, loss.
+
+``as_dict()`` gives the JSON form saved in the results store.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Dict, Optional, Union
+
+from labtools.errors import InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from labtools.tools.parsers.base import Parsed
+
+#: percentiles reported for a ping series (fractions)
+PERCENTILES = (0.50, 0.90, 0.99, 0.999)
+
+
+@dataclass(frozen=True)
+class RttSummary:
+    """A ping series: counts, loss (%), RTT statistics (ms) and percentiles (ms)."""
+
+    transmitted: Optional[int]
+    received: Optional[int]
+    loss_pct: Optional[float]
+    min_ms: Optional[float]
+    avg_ms: Optional[float]
+    max_ms: Optional[float]
+    mdev_ms: Optional[float]
+    p50_ms: Optional[float] = None
+    p90_ms: Optional[float] = None
+    p99_ms: Optional[float] = None
+    p999_ms: Optional[float] = None
+    complete: bool = True
+    kind: str = "rtt"
+
+    def as_dict(self) -> Dict[str, Any]:
+        """JSON-ready form."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class RateSummary:
+    """A TCP transfer. Rates in Mbit/s: ``receiver_mbps`` is the tool's own whole-run
+    receiver rate; ``steady_mbps`` the receiver's rate after the warm-up (``warmup_s``,
+    or iperf3's ``-O`` intervals), the one the verdicts judge."""
+
+    sender_mbps: Optional[float]
+    receiver_mbps: Optional[float]
+    steady_mbps: Optional[float]
+    warmup_s: float
+    duration_s: Optional[float]
+    streams: Optional[int]
+    retransmits: Optional[int] = None
+    error: Optional[str] = None
+    kind: str = "tcp"
+
+    def as_dict(self) -> Dict[str, Any]:
+        """JSON-ready form."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class UdpSummary:
+    """A UDP stream: what the sender sent and what arrived (Mbit/s), jitter (ms), lost and
+    total datagrams as the receiver counted them, loss (%)."""
+
+    sender_mbps: Optional[float]
+    receiver_mbps: Optional[float]
+    jitter_ms: Optional[float]
+    lost: Optional[int]
+    total: Optional[int]
+    loss_pct: Optional[float]
+    error: Optional[str] = None
+    kind: str = "udp"
+
+    def as_dict(self) -> Dict[str, Any]:
+        """JSON-ready form."""
+        return asdict(self)
+
+
+Summary = Union[RttSummary, RateSummary, UdpSummary]
+#: ``kind`` -> summary class (to rebuild a summary from its JSON form)
+SUMMARY_KINDS = {"rtt": RttSummary, "tcp": RateSummary, "udp": UdpSummary}
+
+
+def summary_from_dict(data: Dict[str, Any]) -> Summary:
+    """A summary from its :meth:`as_dict` form."""
+    cls = SUMMARY_KINDS.get(str(data.get("kind")))
+    if cls is None:
+        raise InputError(f"unknown summary kind {data.get('kind')!r}")
+    return cls(**data)
+
+
+def _num(value: Any) -> Optional[float]:
+    if value is None or isinstance(value, bool):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _int(value: Any) -> Optional[int]:
+    number = _num(value)
+    return None if number is None else int(number)
+
+
+def rtt_percentiles(table: "pd.DataFrame") -> Dict[str, Optional[float]]:
+    """p50, p90, p99 and p99.9 (ms) of the replies' RTTs (duplicates left out; the
+    nearest sample at or above each rank, so every value is a real sample)."""
+    keys = ("p50_ms", "p90_ms", "p99_ms", "p999_ms")
+    if "rtt_ms" not in table.columns:
+        return dict.fromkeys(keys)
+    rows = table[~table["duplicate"].astype(bool)] if "duplicate" in table.columns else table
+    values = sorted(float(v) for v in rows["rtt_ms"].dropna())
+    if not values:
+        return dict.fromkeys(keys)
+    out: Dict[str, Optional[float]] = {}
+    for key, p in zip(keys, PERCENTILES):
+        rank = max(1, math.ceil(p * len(values)))
+        out[key] = values[rank - 1]
+    return out
+
+
+def _rtt(parsed: "Parsed") -> RttSummary:
+    s = parsed.summary
+    p = rtt_percentiles(parsed.table)
+    return RttSummary(
+        transmitted=_int(s.get("transmitted")), received=_int(s.get("received")),
+        loss_pct=_num(s.get("loss_pct")), min_ms=_num(s.get("min_ms")),
+        avg_ms=_num(s.get("avg_ms")), max_ms=_num(s.get("max_ms")),
+        mdev_ms=_num(s.get("mdev_ms")), p50_ms=p["p50_ms"], p90_ms=p["p90_ms"],
+        p99_ms=p["p99_ms"], p999_ms=p["p999_ms"], complete=bool(s.get("complete", True)))
+
+
+def steady_receiver_mbps(table: "pd.DataFrame", warmup_s: float) -> Optional[float]:
+    """The receiver's rate (Mbit/s) over its intervals after the warm-up: iperf3's ``-O``
+    intervals when the run has them (iperf3 restarts its clock after them), otherwise the
+    intervals that start before ``warmup_s``. None when the table has no receiver rows."""
+    needed = {"side", "start_s", "end_s", "bytes"}
+    if table is None or not needed <= set(table.columns):
+        return None
+    rows = table[table["side"] == "receiver"]
+    if "stream" in rows.columns and (rows["stream"] == -1).any():
+        rows = rows[rows["stream"] == -1]  # iperf3's per-interval sums
+    if "omitted" in rows.columns and rows["omitted"].astype(bool).any():
+        rows = rows[~rows["omitted"].astype(bool)]
+    else:
+        rows = rows[rows["start_s"].astype(float) >= warmup_s - 1e-6]
+    if not len(rows):
+        return None
+    span = float(rows["end_s"].max()) - float(rows["start_s"].min())
+    if span <= 0:
+        return None
+    return float(rows["bytes"].sum()) * 8 / span / 1e6
+
+
+def _tcp(parsed: "Parsed", warmup_s: float) -> RateSummary:
+    s = parsed.summary
+    receiver = _num(s.get("receiver_mbps"))
+    steady = steady_receiver_mbps(parsed.table, warmup_s)
+    return RateSummary(
+        sender_mbps=_num(s.get("sender_mbps")), receiver_mbps=receiver,
+        steady_mbps=steady if steady is not None else receiver, warmup_s=warmup_s,
+        duration_s=_num(s.get("duration_s")),
+        streams=_int(s.get("streams") or s.get("connections")),
+        retransmits=_int(s.get("retransmits")), error=s.get("error"))
+
+
+def _udp(parsed: "Parsed") -> UdpSummary:
+    s = parsed.summary
+    lost = s.get("lost") if parsed.tool == "iperf" else s.get("lost_packets")
+    total = s.get("total") if parsed.tool == "iperf" else s.get("packets")
+    return UdpSummary(
+        sender_mbps=_num(s.get("sender_mbps")), receiver_mbps=_num(s.get("receiver_mbps")),
+        jitter_ms=_num(s.get("jitter_ms")), lost=_int(lost), total=_int(total),
+        loss_pct=_num(s.get("lost_pct")), error=s.get("error"))
+
+
+def is_udp(parsed: "Parsed") -> bool:
+    """True for the output of a UDP run."""
+    return str(parsed.summary.get("protocol", "")).upper() == "UDP"
+
+
+def summarize(parsed: "Parsed", warmup_s: float = 0.0) -> Summary:
+    """The typed summary of a parsed run (``warmup_s``: seconds the rate leaves out)."""
+    if parsed.tool == "ping":
+        return _rtt(parsed)
+    if is_udp(parsed):
+        return _udp(parsed)
+    return _tcp(parsed, warmup_s)

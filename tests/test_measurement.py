@@ -1,0 +1,148 @@
+"""The judged measurement, built from real captured output: typed summaries, the warm-up
+left out of the judged rate, concurrent flows and capacity searches judged from their
+outputs, and every one of them saved and rebuilt from the store without a network."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from labtools.judge import policy
+from labtools.judge.capacity import judge_capacity
+from labtools.judge.measurement import JudgeContext, ProbeCall, judge_output
+from labtools.judge.shares import flows_spec, judge_flows
+from labtools.model import expect
+from labtools.model.catalog import load_topology
+from labtools.model.fairness import parse_flows
+from labtools.results.records import RunRecord
+from labtools.results.store import ResultStore
+from labtools.tools.parsers import parse
+from labtools.tools.summaries import RateSummary, RttSummary, UdpSummary, steady_receiver_mbps
+from tests.conftest import FIXTURES
+
+#: the capture network of the iperf fixtures: one HTB 20 Mbit/s hop, no delay; as a topology
+CAPTURE = "dumbbell,bw_mbps=20,delay_ms=0,pairs=2"
+
+
+def _text(folder: str, name: str) -> str:
+    return (FIXTURES / folder / name).read_text()
+
+
+@pytest.fixture(scope="module")
+def capture():
+    return load_topology(CAPTURE)
+
+
+def test_ping_is_summarised_with_percentiles(capture):
+    m = judge_output("ping", _text("ping", "normal.txt"), capture, "a1", "b1")
+    assert isinstance(m.summary, RttSummary)
+    assert m.summary.min_ms == m.parsed.summary["min_ms"]
+    rtts = sorted(m.table["rtt_ms"])
+    assert m.summary.p50_ms == rtts[len(rtts) // 2 - 1] or m.summary.p50_ms in rtts
+    assert m.summary.min_ms <= m.summary.p50_ms <= m.summary.p90_ms <= m.summary.max_ms
+    assert [v.metric for v in m.verdicts] == ["rtt_min"]
+    assert m.expected.rtt_ms == expect.rtt_ms(capture, "a1", "b1")
+
+
+def test_the_judged_rate_leaves_out_the_warm_up():
+    """The verdict judges the receiver after the warm-up, as the docs and the plots say:
+    a real simpleperf run with 0.5 s intervals, the first second left out."""
+    parsed = parse("simpleperf", _text("simpleperf", "client_t2_i0.5_P2.jsonl"))
+    m = judge_output("simpleperf", parsed.raw, load_topology("dumbbell,bw_mbps=1000"), "a1", "b1",
+                     JudgeContext(warmup_s=1.0))
+    assert isinstance(m.summary, RateSummary)
+    rows = parsed.table[(parsed.table["side"] == "receiver") & (parsed.table["start_s"] >= 1.0)]
+    span = rows["end_s"].max() - rows["start_s"].min()
+    assert m.summary.steady_mbps == pytest.approx(rows["bytes"].sum() * 8 / span / 1e6)
+    assert m.summary.steady_mbps != pytest.approx(m.summary.receiver_mbps, rel=1e-3)
+    assert m.verdicts[0].measured == m.summary.steady_mbps
+
+
+def test_iperf3_omitted_intervals_are_the_warm_up():
+    parsed = parse("iperf3", _text("iperf3", "tcp_omit.json"))
+    # iperf3 restarts its clock after -O: the omitted rows are the warm-up, whatever warmup_s
+    assert steady_receiver_mbps(parsed.table, 1.0) == steady_receiver_mbps(parsed.table, 0.0)
+
+
+def test_udp_is_judged_against_what_was_sent(capture):
+    m = judge_output("iperf", _text("iperf2", "udp_overload.txt"), capture, "a1", "b1",
+                     JudgeContext(offered_mbps=30))
+    assert isinstance(m.summary, UdpSummary)
+    assert m.summary.loss_pct == m.parsed.summary["lost_pct"]
+    assert [v.metric for v in m.verdicts] == ["receiver_rate", "loss_above_capacity"]
+    assert m.verdict == "ok", m.verdicts
+
+
+def test_a_starved_flow_is_not_fair(capture):
+    """Jain's index counts a flow that received nothing: 0.5 for one full and one empty."""
+    flows = parse_flows("a1:b1,a2:b2", capture)
+    outputs = [parse("iperf3", _text("iperf3", "tcp_p1.json")),
+               parse("iperf3", _text("iperf3", "client_interrupted.json"))]
+    result = judge_flows(capture, flows, outputs, JudgeContext(warmup_s=0.0))
+    assert result.table["measured_mbps"].iloc[1] is None or pd.isna(result.table["measured_mbps"].iloc[1])
+    assert result.jain_index == pytest.approx(0.5)
+    jain = next(v for v in result.verdicts if v.metric.startswith("Jain"))
+    assert jain.verdict == "suspicious"
+
+
+def test_flows_are_judged_per_flow_and_together(capture):
+    flows = parse_flows("a1:b1,a2:b2", capture)
+    outputs = [parse("iperf3", _text("iperf3", "tcp_p1.json")),
+               parse("iperf3", _text("iperf3", "tcp_omit.json"))]
+    result = judge_flows(capture, flows, outputs, JudgeContext(), start_spread_ms=12.5)
+    assert [v.metric for v in result.verdicts] == [
+        "share a1-b1", "share a2-b2", "sum of shares", "Jain's index (per connection)"]
+    # two flows measured one after the other, each alone at ~19 Mbit/s: together impossible
+    assert result.verdicts[2].verdict == "invalid"
+    assert result.summary.start_spread_ms == 12.5
+    assert flows_spec(flows) == "a1:b1,a2:b2"
+    for m, row in zip(result.measurements, result.verdicts):
+        assert m.verdicts[0] == row
+
+
+def test_capacity_is_judged_from_its_steps(capture):
+    steps = [judge_output("iperf", _text("iperf2", name), capture, "a1", "b1",
+                          JudgeContext(offered_mbps=rate))
+             for name, rate in (("udp_interval.txt", 10.0), ("udp_overload.txt", 30.0))]
+    search = judge_capacity(capture, "a1", "b1", steps, ["ramp", "ramp"], [10.0, 30.0])
+    assert list(search.table["saturated"]) == [False, True]
+    assert search.summary.knee_mbps == 30.0 and search.summary.last_clean_mbps == 10.0
+    assert search.estimate_mbps == max(s.summary.receiver_mbps for s in steps)
+    assert search.verdicts[0].metric == "capacity estimate"
+
+
+def test_a_saved_measurement_is_rebuilt_without_a_network(tmp_path, capture):
+    store = ResultStore(tmp_path / "r.sqlite")
+    call = ProbeCall("iperf3", {"src": "a1", "dst": "b1"})
+    m = judge_output("iperf3", _text("iperf3", "tcp_server_output.json"), capture, "a1", "b1",
+                     JudgeContext(warmup_s=1.0), ["iperf3", "-c", "10.0.0.3"], call=call,
+                     started_at="2026-11-22T10:00:00+00:00")
+    run_id = store.save(RunRecord.from_measurement(m, topology=capture, session_id="s1", step=3))
+    saved = store.get(run_id)
+    assert saved.verdicts == [v.as_dict() for v in m.verdicts] and saved.verdicts
+    assert saved.call == call.as_dict() and saved.step == 3 and saved.session_id == "s1"
+    back = store.measurement(run_id)
+    assert back.verdicts == m.verdicts and back.summary == m.summary
+    assert back.call == call and back.context == m.context and back.run_id == run_id
+    pd.testing.assert_frame_equal(back.table, m.table)
+
+
+def test_a_saved_group_is_rebuilt(tmp_path, capture):
+    store = ResultStore(tmp_path / "r.sqlite")
+    flows = parse_flows("a1:b1,a2:b2", capture)
+    raws = [_text("iperf3", "tcp_p1.json"), _text("iperf3", "tcp_p3.json")]
+    result = judge_flows(capture, flows, [parse("iperf3", r) for r in raws], JudgeContext(), start_spread_ms=3.0)
+    for m in result.measurements:
+        store.save(RunRecord.from_measurement(m, topology=capture, group_id="g1"))
+    store.save_group("g1", "flows", {"flows": flows_spec(flows), "start_spread_ms": 3.0},
+                     result.summary.as_dict(), [v.as_dict() for v in result.verdicts])
+    back = store.group("g1")
+    assert back.verdicts == result.verdicts and back.summary == result.summary
+    assert [m.verdicts for m in back.measurements] == [m.verdicts for m in result.measurements]
+
+
+def test_policy_durations():
+    quick, full = policy.durations(True), policy.durations(False)
+    assert quick.tcp_s < full.tcp_s and quick.sharing_s == full.sharing_s == 10
+    assert quick.warmup_s == policy.warmup_s(quick.tcp_s) == 1.0
+    assert full.warmup_s == policy.WARMUP_MAX_S
