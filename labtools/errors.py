@@ -59,3 +59,7 @@ class VMError(LabtoolsError):
 
 class StoreError(LabtoolsError):
     """The results store could not be read or written."""
+
+
+class ReplayError(LabtoolsError):
+    """A replayed (graded) notebook asked for a measurement its results file does not hold."""

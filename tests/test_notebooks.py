@@ -183,6 +183,6 @@ def test_solution_runs_top_to_bottom_on_a_real_network(name, tmp_path, monkeypat
         assert not errors, (cell.id, errors)
     graded = [c for c in _code_cells(executed) if _nbgrader(c).get("grade")]
     assert graded and all(c.execution_count for c in graded), name
-    runs = ResultStore(tmp_path / "results" / "labtools.sqlite").runs()
+    runs = ResultStore(folder / "results" / "labtools.sqlite").runs()  # beside the notebook
     assert len(runs) >= 1 and (runs["status"] == "ok").all(), runs
     assert _leftovers() == before

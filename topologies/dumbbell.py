@@ -8,7 +8,8 @@ Hosts ``a1..aN`` hang on switch ``s1``, hosts ``b1..bN`` on switch ``s2``; the l
 between the switches is the bottleneck. All hosts are on one subnet (no routers).
 
 Parameters: ``bw_mbps`` (default 10), ``delay_ms`` one-way (default 10), ``pairs``
-(default 2), ``queue_pkts`` (default 100).
+(default 2), ``queue_pkts`` (default 100), ``variant`` (a student's ID: the bottleneck's
+rate and delay drawn within 20 % of the values given, the same for the same ID).
 
 ``labtools expect dumbbell,pairs=3,bw_mbps=20 a1 b1`` or
 ``mn --custom topologies/dumbbell.py --topo dumbbell,pairs=3``.
@@ -30,10 +31,11 @@ except ImportError:  # plain `mn --custom` outside the kit's venv: use this chec
 
 from labtools.errors import TopologyError
 from labtools.model.topology import HOST, SWITCH, Link, Node, Topology
+from labtools.model.variants import around, draw_links
 
 
 def topology(bw_mbps: float = 10, delay_ms: float = 10, pairs: int = 2,
-             queue_pkts: Optional[int] = 100) -> Topology:
+             queue_pkts: Optional[int] = 100, variant: object = None) -> Topology:
     """A dumbbell with ``pairs`` host pairs across a ``bw_mbps``/``delay_ms`` link."""
     if isinstance(pairs, bool) or not isinstance(pairs, int) or not 1 <= pairs <= 50:
         raise TopologyError(f"dumbbell: pairs={pairs!r} must be an integer within 1..50")
@@ -44,6 +46,10 @@ def topology(bw_mbps: float = 10, delay_ms: float = 10, pairs: int = 2,
         nodes += [Node(f"a{i}", HOST), Node(f"b{i}", HOST)]
         links += [Link(f"a{i}", "s1"), Link(f"b{i}", "s2")]
     params = {"bw_mbps": bw_mbps, "delay_ms": delay_ms, "pairs": pairs, "queue_pkts": queue_pkts}
+    if variant is not None and variant != "":
+        spread = around(bw_mbps, delay_ms)
+        links = list(draw_links("dumbbell", str(variant), links, {"B": spread} if spread else {}))
+        params["variant"] = str(variant)
     return Topology("dumbbell", tuple(nodes), tuple(links), params)
 
 

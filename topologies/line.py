@@ -3,7 +3,9 @@
     h1 -- r1 -- r2 -- ... -- rN -- h2
 
 Parameters: ``n`` routers (default 7), ``bw_mbps`` per router-router link (default 10),
-``delay_ms`` one-way per router-router link (default 1), ``queue_pkts`` (default None).
+``delay_ms`` one-way per router-router link (default 1), ``queue_pkts`` (default None),
+``variant`` (a student's ID: each router-router link's rate and delay drawn within 20 % of
+the values given, the same for the same ID).
 
 ``labtools expect line,n=4 h1 h2`` or ``mn --custom topologies/line.py --topo line,n=4``.
 """
@@ -24,10 +26,11 @@ except ImportError:  # plain `mn --custom` outside the kit's venv: use this chec
 
 from labtools.errors import TopologyError
 from labtools.model.topology import HOST, ROUTER, Link, Node, Topology
+from labtools.model.variants import around, draw_links
 
 
 def topology(n: int = 7, bw_mbps: float = 10, delay_ms: float = 1,
-             queue_pkts: Optional[int] = None) -> Topology:
+             queue_pkts: Optional[int] = None, variant: object = None) -> Topology:
     """``n`` routers in a row with hosts h1 and h2 at the ends."""
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 60:
         raise TopologyError(f"line: n={n!r} must be an integer within 1..60")
@@ -38,6 +41,11 @@ def topology(n: int = 7, bw_mbps: float = 10, delay_ms: float = 1,
                           queue_pkts=queue_pkts, name=f"L{i}"))
     links.append(Link(f"r{n}", "h2"))
     params = {"n": n, "bw_mbps": bw_mbps, "delay_ms": delay_ms, "queue_pkts": queue_pkts}
+    if variant is not None and variant != "":
+        spread = around(bw_mbps, delay_ms)
+        ranges = {f"L{i}": spread for i in range(1, n) if spread is not None}
+        links = list(draw_links("line", str(variant), links, ranges))
+        params["variant"] = str(variant)
     return Topology("line", tuple(nodes), tuple(links), params)
 
 

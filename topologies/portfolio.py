@@ -11,6 +11,10 @@ L3: 20 Mbit/s, 10 ms, 33 packets; all shaped with HTB. Other links are unshaped.
 
 Runs with the kit (``labtools expect portfolio h1 h4``) and with plain Mininet:
 ``mn --custom topologies/portfolio.py --topo portfolio``.
+
+``portfolio,variant=ID`` gives a student's own variant: L1 36-44 Mbit/s and 8-12 ms, L2
+25-33 Mbit/s and 15-25 ms, L3 16-22 Mbit/s and 8-12 ms (queues holding the same time of
+traffic as here), always with L1 > L2 > L3 > L2 / 2, the same for the same ID.
 """
 
 from __future__ import annotations
@@ -27,10 +31,24 @@ except ImportError:  # plain `mn --custom` outside the kit's venv: use this chec
     sys.path.insert(0, str(_here.resolve().parent.parent))
 
 from labtools.model.topology import HOST, ROUTER, SWITCH, Link, Node, Topology
+from labtools.model.variants import LinkRange, draw_links
+
+#: where a variant's shaped links are drawn from
+VARIANT_RANGES = {
+    "L1": LinkRange(bw_mbps=(36, 44), delay_ms=(8, 12)),
+    "L2": LinkRange(bw_mbps=(25, 33), delay_ms=(15, 25)),
+    "L3": LinkRange(bw_mbps=(16, 22), delay_ms=(8, 12)),
+}
 
 
-def topology() -> Topology:
-    """The reference topology (it takes no parameters)."""
+def _teachable(links: dict) -> bool:
+    """L1 > L2 > L3, and L3 above half of L2 (two flows on L2 are held by L2)."""
+    l1, l2, l3 = (links[n].bw_mbps for n in ("L1", "L2", "L3"))
+    return l1 > l2 > l3 > l2 / 2
+
+
+def topology(variant: object = None) -> Topology:
+    """The reference topology, or the variant ``variant`` of it (see the module docstring)."""
     nodes = [Node(f"h{i}", HOST) for i in range(1, 10)]
     nodes += [Node(f"r{i}", ROUTER) for i in range(1, 5)]
     nodes += [Node("s1", SWITCH), Node("s2", SWITCH)]
@@ -61,7 +79,10 @@ def topology() -> Topology:
         # subnet H: h9 on r4
         Link("r4", "h9", addrs={"r4": "10.0.7.1/24", "h9": "10.0.7.2/24"}),
     ]
-    return Topology("portfolio", tuple(nodes), tuple(links))
+    if variant is None or variant == "":
+        return Topology("portfolio", tuple(nodes), tuple(links))
+    drawn = draw_links("portfolio", str(variant), links, VARIANT_RANGES, _teachable)
+    return Topology("portfolio", tuple(nodes), drawn, {"variant": str(variant)})
 
 
 def _mininet_topo(*args: object, switch: str = "lxbr", **kwargs: object) -> object:

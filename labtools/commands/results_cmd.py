@@ -2,10 +2,11 @@
 
     labtools results [--db PATH] [--case C] [--tool T] [--json] [--csv DIR]
 
-One line per run: id, start time (UTC), topology, src-dst, tool, case, status and the
-headline number (the receiver's rate in Mbit/s, else the minimum RTT in ms). ``--json``
-prints the same as a list of objects (key ``headline`` with ``headline_unit``); ``--csv
-DIR`` writes ``runs.csv`` and ``samples.csv`` there and prints their paths.
+One line per run: id, start time (UTC), topology, src-dst, tool, case, status, the
+headline number (the receiver's rate in Mbit/s, else the minimum RTT in ms) and the worst
+of its verdicts. ``--json`` prints the same as a list of objects (key ``headline`` with
+``headline_unit``, ``verdict``); ``--csv DIR`` writes ``runs.csv`` and ``samples.csv``
+there and prints their paths.
 """
 
 from __future__ import annotations
@@ -75,8 +76,17 @@ def _rows(store: Any, filters: Dict[str, str]) -> List[Dict[str, Any]]:
             "tool": rec["tool"], "case": rec["case"], "label": rec["label"],
             "status": rec["status"], "error": _text_or_none(rec["error"]),
             "headline": value, "headline_unit": unit,
+            "verdict": _worst(rec.get("verdicts_json")),
         })
     return rows
+
+
+def _worst(verdicts_json: Any) -> Optional[str]:
+    """The worst verdict saved with a run (None when it has none)."""
+    from labtools.judge.policy import worst
+
+    rows = json.loads(verdicts_json) if isinstance(verdicts_json, str) and verdicts_json else []
+    return worst([r["verdict"] for r in rows]) if rows else None
 
 
 def _text_or_none(value: Any) -> Optional[str]:
@@ -85,7 +95,7 @@ def _text_or_none(value: Any) -> Optional[str]:
 
 def _text(rows: List[Dict[str, Any]]) -> str:
     lines = [f"{'id':>4}  {'started (UTC)':<19}  {'topology':<10} {'pair':<9} {'tool':<10} "
-             f"{'case':<8} {'status':<6} result"]
+             f"{'case':<8} {'status':<6} {'verdict':<13}result"]
     for r in rows:
         pair = f"{r['src']}-{r['dst']}" if r["src"] or r["dst"] else "-"
         if r["status"] == "error":
@@ -96,5 +106,5 @@ def _text(rows: List[Dict[str, Any]]) -> str:
             result = f"{r['headline']:.2f} {r['headline_unit']}"
         lines.append(f"{r['id']:>4}  {r['started_at'][:19].replace('T', ' '):<19}  "
                      f"{r['topology'] or '-':<10} {pair:<9} {r['tool']:<10} "
-                     f"{r['case'] or '-':<8} {r['status']:<6} {result}")
+                     f"{r['case'] or '-':<8} {r['status']:<6} {r['verdict'] or '-':<13}{result}")
     return "\n".join(lines)

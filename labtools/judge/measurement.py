@@ -22,7 +22,7 @@ from labtools.errors import InputError
 from labtools.judge import policy, verdicts
 from labtools.judge.machine import MachineProfile
 from labtools.judge.verdicts import Verdict
-from labtools.model.expect import PairExpectation, expect_pair
+from labtools.model.expect import PairExpectation, expect_pair, path
 from labtools.model.topology import Topology
 from labtools.tools.parsers import parse
 from labtools.tools.parsers.base import Parsed
@@ -165,8 +165,6 @@ def judge_summary(summary: Summary, expected: Optional[PairExpectation],
     if isinstance(summary, RttSummary):
         added = 0.0
         if machine is not None and topo is not None:
-            from labtools.model.expect import path
-
             info = path(topo, expected.src, expected.dst)
             added = machine.added_ms(info.links + info.reverse_links)
         return [verdicts.rtt_verdict(summary.min_ms, summary.avg_ms, expected.rtt_ms, added)]

@@ -29,14 +29,12 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional,
 from labtools.errors import (
     EnvironmentProblem,
     LabtoolsError,
-    NoRouteError,
     ProbeTimeout,
     ToolError,
-    UnknownNodeError,
 )
 from labtools.judge import policy
-from labtools.judge.machine import MachineProfile
-from labtools.judge.measurement import JudgeContext, Measurement, ProbeCall
+from labtools.judge.measurement import Measurement, ProbeCall
+from labtools.lab.base import LabBase
 from labtools.lab.processes import (
     SERVER_POLL_S,
     SERVER_READY_S,
@@ -46,9 +44,7 @@ from labtools.lab.processes import (
     terminate,
     wait_output,
 )
-from labtools.model.expect import PairExpectation, expect_pair
-from labtools.model.routing import compute_routing
-from labtools.model.topology import SWITCH, Topology
+from labtools.model.topology import Topology
 from labtools.results.records import RunRecord, utc_now
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -59,17 +55,7 @@ T = TypeVar("T")
 DEFAULT_RESULTS = "results/labtools.sqlite"
 
 
-def load_topology(topology: Union[str, Topology]) -> Topology:
-    """A topology by spec (``portfolio``, ``dumbbell,pairs=3``, a file) or as given."""
-    if isinstance(topology, Topology):
-        compute_routing(topology)
-        return topology
-    from labtools.model.catalog import load_topology as load
-
-    return load(topology)
-
-
-class LabSession:
+class LabSession(LabBase):
     """Start ``topology`` as a real network; stop it on exit, whatever happens.
 
     Args:
@@ -81,19 +67,13 @@ class LabSession:
         calibrate: measure this machine at start (a few seconds); the verdicts use it.
     """
 
-    replaying = False
-
     def __init__(self, topology: Union[str, Topology], switch: str = "lxbr",
                  results: Union[str, Path, None] = DEFAULT_RESULTS, case: str = "",
                  durations: Optional[policy.Durations] = None, calibrate: bool = True) -> None:
-        self.topo = load_topology(topology)
+        super().__init__(topology, case, durations)
         self.switch = switch
-        self.case = case
-        self.durations = durations or policy.durations(quick=False)
         self.calibrate = calibrate
-        self.machine: Optional[MachineProfile] = None
         self.session_id = uuid.uuid4().hex
-        self.step = 0
         self._results_path = results
         self.store: Optional["ResultStore"] = None
         self._backend: Optional["MininetBackend"] = None
@@ -158,37 +138,13 @@ class LabSession:
                 guard, self._guard = self._guard, None
                 guard.__exit__(None, None, None)
 
-    # --- names and expectations -------------------------------------------------------
-    def check_node(self, name: str) -> str:
-        """``name`` if it is a host or router of the topology; a typed error otherwise."""
-        node = self.topo.node(name)
-        if node.kind == SWITCH:
-            raise UnknownNodeError(f"{name!r} is a switch: measure between hosts or routers")
-        return name
-
-    def ip_towards(self, src: str, dst: str) -> str:
-        """The address of ``dst`` that ``src`` reaches it at."""
-        self.check_node(src)
-        self.check_node(dst)
-        if src == dst:
-            raise NoRouteError(f"source and destination are both {src!r}")
-        return compute_routing(self.topo).target(src, dst).ip
-
-    def expected(self, src: str, dst: str) -> PairExpectation:
-        """Expected values between ``src`` and ``dst`` (see :mod:`labtools.model.expect`)."""
-        return expect_pair(self.topo, src, dst)
-
-    def context(self, **values: Any) -> JudgeContext:
-        """A judging context with this session's calibration."""
-        return JudgeContext(machine=self.machine, **values)
-
     # --- steps ------------------------------------------------------------------------------
     def perform(self, call: ProbeCall, measure: Callable[[], T]) -> T:
         """Run one probe call as the next step of the session (calls made inside a group,
         such as the steps of a capacity search, are part of the group's step)."""
-        if self._group is None:
-            self.step += 1
-        return measure()
+        if self._group is not None:
+            return measure()
+        return super().perform(call, measure)
 
     @contextmanager
     def group(self) -> Iterator[str]:

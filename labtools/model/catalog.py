@@ -26,6 +26,7 @@ from types import ModuleType
 from typing import Any, Dict, List, Tuple
 
 from labtools.errors import TopologyError
+from labtools.model.mininet_import import from_mininet_topo
 from labtools.model.routing import compute_routing
 from labtools.model.topology import HOST, Link, Node, Topology
 from labtools.paths import PACKAGE_PARENT
@@ -163,8 +164,6 @@ def _from_python(path: Path, params: Dict[str, Any]) -> Topology:
         return topo
     topos = getattr(module, "topos", None)
     if isinstance(topos, dict) and topos:
-        from labtools.model.mininet_import import from_mininet_topo
-
         name, factory = next(iter(topos.items()))
         try:
             mn_topo = factory(**params)

@@ -19,7 +19,9 @@ from typing import Any, Dict, List, Optional, Union
 
 import pandas as pd
 
+from labtools import __version__
 from labtools.errors import InputError
+from labtools.model.catalog import to_dict
 
 
 def utc_now() -> str:
@@ -31,8 +33,6 @@ def environment_metadata() -> Dict[str, str]:
     """Where a measurement runs: kernel (``uname -r``), host name, emulation mode
     (``vm`` when ``LABTOOLS_IN_VM=1``, which the VM runner sets, else ``native``),
     Python version and labtools version."""
-    from labtools import __version__
-
     return {
         "kernel": platform.release(),
         "host": socket.gethostname(),
@@ -141,8 +141,6 @@ def _with_topology(meta: Dict[str, Any]) -> Dict[str, Any]:
     if not meta.get("error"):
         meta.pop("error", None)
     if topo is not None:
-        from labtools.model.catalog import to_dict
-
         meta.setdefault("topology", topo.name)
         meta.setdefault("topology_dict", to_dict(topo))
         meta.setdefault("params", dict(topo.params))

@@ -51,6 +51,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import pandas as pd
 
 from labtools.errors import InputError, StoreError
+from labtools.results.rebuild import rebuild_group, rebuild_measurement
 from labtools.results.records import (
     RunRecord,
     dumps,
@@ -302,14 +303,10 @@ class ResultStore:
     def measurement(self, run_id: int) -> Any:
         """Run ``run_id`` judged again from its raw output (no network needed): a
         :class:`~labtools.judge.measurement.Measurement` equal to the one that was saved."""
-        from labtools.results.rebuild import rebuild_measurement
-
         return rebuild_measurement(self.get(run_id))
 
     def group(self, group_id: str) -> Any:
         """Concurrent flows or a capacity search judged again from their runs' raw output."""
-        from labtools.results.rebuild import rebuild_group
-
         found = self.groups(id=group_id)
         if not found:
             raise StoreError(f"no group {group_id} in {self.path}")

@@ -4,10 +4,18 @@
     lab = open_lab("path")      # quick mode, durations, results file, stop on exit
     lab.start()                 # the network (and this machine's calibration)
 
-:func:`open_lab` reads the notebook's settings from one place: ``LABTOOLS_QUICK=1`` for the
-short durations CI uses (:func:`labtools.judge.policy.durations`). Measurements go to
-``results/labtools.sqlite`` in the notebook's own folder (the folder nbgrader collects),
-and the network stops when the notebook's kernel exits, whatever happens.
+:func:`open_lab` reads the notebook's settings from one place, the environment (or, for
+the variant, a file beside the notebook):
+
+- ``LABTOOLS_QUICK=1``: the short durations CI uses (:func:`labtools.judge.policy.durations`);
+- ``LABTOOLS_VARIANT`` or a file ``labtools-variant.txt``: the student's variant of the
+  topology (``portfolio,variant=ID``, see :mod:`labtools.model.variants`);
+- ``NBGRADER_EXECUTION`` (set by nbgrader while it grades or validates): no network, the
+  student's recorded measurements are replayed (:mod:`labtools.lab.replay`).
+
+Measurements go to ``results/labtools.sqlite`` in the notebook's own folder (the folder
+nbgrader collects), and the network stops when the notebook's kernel exits, whatever
+happens.
 
 :func:`check_network` is how a notebook checks the network rather than the student: it
 shows the kit's verdicts and fails only on a result the network cannot produce
@@ -18,9 +26,11 @@ from __future__ import annotations
 
 import atexit
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, List, Union
 
 from labtools.judge import policy
+from labtools.lab.replay import GRADING_VARIABLE, ReplaySession
 from labtools.lab.session import LabSession
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -29,6 +39,9 @@ if TYPE_CHECKING:  # pragma: no cover
 #: where a notebook keeps its measurements, relative to its own folder
 RESULTS_FILE = "results/labtools.sqlite"
 QUICK_VARIABLE = "LABTOOLS_QUICK"
+VARIANT_VARIABLE = "LABTOOLS_VARIANT"
+#: a file beside the notebook whose first line is the student's variant
+VARIANT_FILE = "labtools-variant.txt"
 
 
 def quick_mode() -> bool:
@@ -36,16 +49,35 @@ def quick_mode() -> bool:
     return os.environ.get(QUICK_VARIABLE) == "1"
 
 
-def open_lab(case: str, topology: str = "portfolio") -> LabSession:
+def variant() -> str:
+    """The student's variant: ``$LABTOOLS_VARIANT``, else the first line of
+    ``labtools-variant.txt`` in the notebook's folder, else '' (the reference values)."""
+    chosen = os.environ.get(VARIANT_VARIABLE, "").strip()
+    if not chosen and Path(VARIANT_FILE).is_file():
+        lines = Path(VARIANT_FILE).read_text(encoding="utf-8").strip().splitlines()
+        chosen = lines[0].strip() if lines else ""
+    return chosen
+
+
+def grading() -> bool:
+    """True while nbgrader executes the notebook (autograde or validate)."""
+    return bool(os.environ.get(GRADING_VARIABLE))
+
+
+def open_lab(case: str, topology: str = "portfolio") -> Union[LabSession, ReplaySession]:
     """The lab of one notebook, not started yet (``lab.start()`` builds the network).
 
     Args:
         case: what the notebook measures (``intro``, ``udp``, ``link``, ``path``, ``mux``,
             ``parallel``, ``pitfalls``); saved with every measurement.
-        topology: the topology spec (the reference topology by default).
+        topology: the topology spec (the reference topology by default); the variant is
+            added to it.
     """
-    lab = LabSession(topology, results=RESULTS_FILE, case=case,
-                     durations=policy.durations(quick_mode()))
+    spec = f"{topology},variant={variant()}" if variant() else topology
+    durations = policy.durations(quick_mode())
+    if grading():
+        return ReplaySession(spec, RESULTS_FILE, case, durations)
+    lab = LabSession(spec, results=RESULTS_FILE, case=case, durations=durations)
     atexit.register(lab.stop)  # the network also stops if the notebook ends early
     return lab
 

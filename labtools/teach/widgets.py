@@ -24,7 +24,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Union
 
 import ipywidgets as w
 
@@ -35,6 +35,12 @@ from labtools.model.topology import SWITCH, Topology
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
     from matplotlib.axes import Axes
+
+    from labtools.judge.measurement import Measurement
+    from labtools.judge.shares import FlowsMeasurement
+    from labtools.lab.session import LabSession
+
+    Judged = Union[Measurement, FlowsMeasurement]
 
 STARTUP_S = 2.0  #: a run's overhead beyond its duration (servers, parsing), for the progress bar
 ERROR_STYLE = "color:#b00020"
@@ -55,7 +61,7 @@ class RunSettings:
 
 
 # --- the runners: one probe call each -------------------------------------------------------
-def run_ping(lab: Any, s: RunSettings) -> Any:
+def run_ping(lab: "LabSession", s: RunSettings) -> "Judged":
     """ping ``src`` -> ``dst`` for about ``duration_s``, one echo per 50 ms."""
     from labtools.lab import probes
 
@@ -63,14 +69,14 @@ def run_ping(lab: Any, s: RunSettings) -> Any:
     return probes.ping(lab, s.src, s.dst, count=count, interval_s=MIN_RTT_PING_INTERVAL_S)
 
 
-def run_iperf3(lab: Any, s: RunSettings) -> Any:
+def run_iperf3(lab: "LabSession", s: RunSettings) -> "Judged":
     """iperf3 TCP ``src`` -> ``dst``, 1 s intervals, the warm-up left out."""
     from labtools.lab import probes
 
     return probes.iperf3(lab, s.src, s.dst, duration_s=s.duration_s)
 
 
-def run_udp(lab: Any, s: RunSettings) -> Any:
+def run_udp(lab: "LabSession", s: RunSettings) -> "Judged":
     """iperf 2 UDP at ``rate_mbps`` from ``src`` to ``dst``."""
     from labtools.lab import probes
 
@@ -79,14 +85,14 @@ def run_udp(lab: Any, s: RunSettings) -> Any:
     return probes.iperf_udp(lab, s.src, s.dst, s.rate_mbps, duration_s=s.duration_s, interval_s=1)
 
 
-def run_simpleperf(lab: Any, s: RunSettings) -> Any:
+def run_simpleperf(lab: "LabSession", s: RunSettings) -> "Judged":
     """The kit's simpleperf ``src`` -> ``dst`` with 1 s intervals."""
     from labtools.lab import probes
 
     return probes.simpleperf(lab, s.src, s.dst, duration_s=s.duration_s)
 
 
-def run_flows(lab: Any, s: RunSettings) -> Any:
+def run_flows(lab: "LabSession", s: RunSettings) -> "Judged":
     """Concurrent iperf3 flows (``flows``), measured shares against max-min fair shares."""
     from labtools.lab import probes
     from labtools.model.fairness import parse_flows
@@ -95,7 +101,7 @@ def run_flows(lab: Any, s: RunSettings) -> Any:
 
 
 #: test name (as the dropdown shows it) -> runner(lab, RunSettings) -> judged result
-RUNNERS: Dict[str, Callable[[Any, RunSettings], Any]] = {
+RUNNERS: Dict[str, Callable[["LabSession", RunSettings], "Judged"]] = {
     "ping": run_ping,
     "iperf3 TCP": run_iperf3,
     "iperf UDP": run_udp,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import Callable, Dict
 
+from labtools.errors import InputError
 from labtools.tools.parsers.base import Parsed
 
 ParserFn = Callable[[str], Parsed]
@@ -27,8 +28,6 @@ TOOLS = tuple(PARSER_MODULES)
 
 def parse(tool: str, text: str) -> Parsed:
     """Parse ``text`` as the output of ``tool`` (one of :data:`TOOLS`)."""
-    from labtools.errors import InputError
-
     if tool not in PARSER_MODULES:
         raise InputError(f"unknown tool {tool!r}: choose one of {', '.join(TOOLS)}")
     parser: ParserFn = importlib.import_module(PARSER_MODULES[tool]).parse

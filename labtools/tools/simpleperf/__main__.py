@@ -12,8 +12,10 @@ import sys
 from typing import List, Optional
 
 from labtools.errors import InputError, LabtoolsError
+from labtools.tools.simpleperf.client import Client
 from labtools.tools.simpleperf.options import parse_options
 from labtools.tools.simpleperf.report import Reporter
+from labtools.tools.simpleperf.server import Server
 from labtools.tools.simpleperf.stopping import StopFlag
 
 
@@ -37,11 +39,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     stop.install()
     try:
         if opts.mode == "server":
-            from labtools.tools.simpleperf.server import Server
-
             return Server(opts, reporter, stop).run()
-        from labtools.tools.simpleperf.client import Client
-
         return Client(opts, reporter, stop).run()
     except LabtoolsError as err:
         return _fail(str(err), stop.exit_status(1), reporter, opts.mode)

@@ -1,0 +1,80 @@
+"""What every lab shares, whether it runs a network or replays one: the topology, its
+names and addresses, the expected values, the durations, the calibration and the steps.
+
+:class:`~labtools.lab.session.LabSession` runs a real network on top of this;
+:class:`~labtools.lab.replay.ReplaySession` answers the same probe calls from a results
+file (graded notebooks).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, TypeVar, Union
+
+from labtools.errors import NoRouteError, UnknownNodeError
+from labtools.judge import policy
+from labtools.judge.machine import MachineProfile
+from labtools.judge.measurement import JudgeContext, ProbeCall
+from labtools.model.catalog import load_topology as load_spec
+from labtools.model.expect import PairExpectation, expect_pair
+from labtools.model.routing import compute_routing
+from labtools.model.topology import SWITCH, Topology
+
+T = TypeVar("T")
+
+
+def load_topology(topology: Union[str, Topology]) -> Topology:
+    """A topology by spec (``portfolio``, ``dumbbell,pairs=3``, a file) or as given."""
+    if isinstance(topology, Topology):
+        compute_routing(topology)
+        return topology
+    return load_spec(topology)
+
+
+class LabBase:
+    """A lab's topology and everything known without a network.
+
+    Attributes:
+        topo: the topology.
+        case: a label saved with every measurement (the notebook or test case).
+        durations: default durations of the probes (:mod:`labtools.judge.policy`).
+        machine: this machine's calibration (None until measured).
+        step: the number of the last probe call (:meth:`perform`).
+    """
+
+    replaying = False
+
+    def __init__(self, topology: Union[str, Topology], case: str = "",
+                 durations: Optional[policy.Durations] = None) -> None:
+        self.topo = load_topology(topology)
+        self.case = case
+        self.durations = durations or policy.durations(quick=False)
+        self.machine: Optional[MachineProfile] = None
+        self.step = 0
+
+    def check_node(self, name: str) -> str:
+        """``name`` if it is a host or router of the topology; a typed error otherwise."""
+        node = self.topo.node(name)
+        if node.kind == SWITCH:
+            raise UnknownNodeError(f"{name!r} is a switch: measure between hosts or routers")
+        return name
+
+    def ip_towards(self, src: str, dst: str) -> str:
+        """The address of ``dst`` that ``src`` reaches it at."""
+        self.check_node(src)
+        self.check_node(dst)
+        if src == dst:
+            raise NoRouteError(f"source and destination are both {src!r}")
+        return compute_routing(self.topo).target(src, dst).ip
+
+    def expected(self, src: str, dst: str) -> PairExpectation:
+        """Expected values between ``src`` and ``dst`` (see :mod:`labtools.model.expect`)."""
+        return expect_pair(self.topo, src, dst)
+
+    def context(self, **values: Any) -> JudgeContext:
+        """A judging context with this lab's calibration."""
+        return JudgeContext(machine=self.machine, **values)
+
+    def perform(self, call: ProbeCall, measure: Callable[[], T]) -> T:
+        """Run one probe call as the next step (subclasses decide how)."""
+        self.step += 1
+        return measure()

@@ -1,0 +1,178 @@
+"""Replaying a notebook's recorded measurements: grading without a network.
+
+When nbgrader executes a notebook to grade or validate it (it sets ``NBGRADER_EXECUTION``),
+the notebook's lab is a :class:`ReplaySession`: nothing starts, and each probe call returns
+the student's own recorded measurement for it, judged again from its raw output
+(:meth:`labtools.results.store.ResultStore.measurement`). No root, no Mininet, no VM.
+
+Matching: every probe call a notebook makes is saved with its arguments (the probe and what
+identifies the measurement: source, destination, flows, offered rate, window...; not the
+durations, which follow the machine). A call takes the first recorded step of the same
+notebook (``case``) with the same arguments that no earlier call took, looking in the
+latest lab session first, then in earlier ones. A call with no such step gets a
+:class:`MissingMeasurement`: using it raises :class:`~labtools.errors.ReplayError` with one
+line saying what is missing, so the checks that need it fail with that reason while the
+others still grade.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, List, NoReturn, Optional, Set, Tuple, TypeVar, Union
+
+from labtools.errors import ReplayError, StoreError
+from labtools.judge import policy
+from labtools.judge.machine import MachineProfile
+from labtools.judge.measurement import ProbeCall
+from labtools.lab.base import LabBase
+from labtools.model.catalog import from_dict
+from labtools.model.topology import Topology
+from labtools.results.store import ResultStore
+
+T = TypeVar("T")
+#: set by nbgrader while it executes a notebook (``autograde`` or ``validate``)
+GRADING_VARIABLE = "NBGRADER_EXECUTION"
+
+
+class MissingMeasurement:
+    """Stands in for a measurement the results file does not hold: any use of it raises
+    :class:`~labtools.errors.ReplayError` with the reason."""
+
+    def __init__(self, call: ProbeCall, reason: str) -> None:
+        self._call = call
+        self._reason = reason
+
+    def __getattr__(self, name: str) -> NoReturn:
+        raise ReplayError(self._reason)
+
+    def __repr__(self) -> str:
+        return f"<missing: {self._reason}>"
+
+
+@dataclass(frozen=True)
+class _Recorded:
+    """One recorded probe call: a run or a group, in its session, with its arguments."""
+
+    kind: str  #: ``run`` or ``group``
+    ident: Union[int, str]
+    session: str
+    step: int
+    key: str  #: :meth:`ProbeCall.key`
+
+
+class ReplaySession(LabBase):
+    """A notebook's lab that answers probe calls from ``results`` (see the module
+    docstring). ``topology`` is used only when the file holds no recorded session; the
+    topology (a per-student variant included) and the calibration are otherwise the ones
+    the student measured with."""
+
+    replaying = True
+
+    def __init__(self, topology: Union[str, Topology], results: Union[str, Path], case: str,
+                 durations: Optional[policy.Durations] = None) -> None:
+        self.results = Path(results)
+        self.store: Optional[ResultStore] = None
+        self.problem = ""
+        recorded: List[_Recorded] = []
+        first_run: Optional[Dict[str, Any]] = None
+        try:
+            self.store = ResultStore(self.results, create=False)
+            recorded, first_run = _index(self.store, case)
+        except StoreError as err:
+            self.problem = str(err)
+        if self.store is not None and not recorded:
+            self.problem = f"{self.results} holds no measurement of this notebook ({case})"
+        super().__init__(_recorded_topology(first_run) or topology, case, durations)
+        self.machine = MachineProfile.from_dict(
+            (first_run or {}).get("context", {}).get("machine")) if first_run else None
+        self._recorded = recorded
+        self._taken: Set[Tuple[str, Union[int, str]]] = set()
+
+    # --- a lab without a network ----------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        """A replaying lab never runs a network."""
+        return False
+
+    def start(self) -> None:
+        """Nothing to start: say what is replayed."""
+        if self.problem:
+            print(f"grading: no network started; {self.problem}: the measured checks fail")
+        else:
+            sessions = len({r.session for r in self._recorded})
+            print(f"grading: no network started; replaying {len(self._recorded)} recorded "
+                  f"measurement(s) from {self.results} ({sessions} lab session(s))")
+
+    def stop(self) -> None:
+        """Nothing to stop."""
+
+    def run(self, host: str, argv: List[str], timeout_s: float) -> NoReturn:
+        """A replaying lab runs nothing on hosts."""
+        raise ReplayError("grading replays recorded measurements: nothing runs on the hosts")
+
+    start_process = run
+
+    # --- steps ----------------------------------------------------------------------------
+    def perform(self, call: ProbeCall, measure: Callable[[], T]) -> T:
+        """The recorded measurement for ``call`` (``measure`` is not run)."""
+        self.step += 1
+        found = self._take(call)
+        if found is None:
+            why = self.problem or (f"{self.results} has no recorded measurement for "
+                                   f"{call.describe()} (call {self.step} of this notebook)")
+            return MissingMeasurement(call, why)  # type: ignore[return-value]
+        if self.store is None:  # pragma: no cover - found implies a store
+            raise ReplayError(self.problem)
+        if found.kind == "run":
+            return self.store.measurement(int(found.ident))
+        return self.store.group(str(found.ident))
+
+    def _take(self, call: ProbeCall) -> Optional[_Recorded]:
+        key = call.key()
+        for record in self._recorded:  # latest session first, in step order
+            ident = (record.kind, record.ident)
+            if record.key == key and ident not in self._taken:
+                self._taken.add(ident)
+                return record
+        return None
+
+
+def _index(store: ResultStore, case: str) -> Tuple[List[_Recorded], Optional[Dict[str, Any]]]:
+    """The recorded probe calls of ``case``, latest session first, and that session's first
+    run (for its topology and calibration)."""
+    runs = store.query(
+        'SELECT id, session_id, step, call_json, started_at FROM runs WHERE "case" = ? '
+        'AND status = ? AND call_json IS NOT NULL AND group_id IS NULL ORDER BY id', (case, "ok"))
+    groups = store.query(
+        'SELECT id, session_id, step, call_json, started_at FROM groups WHERE "case" = ? '
+        'ORDER BY started_at', (case,))
+    recorded = [_Recorded("run", int(r["id"]), r["session_id"], r["step"] or 0,
+                          _key(r["call_json"])) for r in runs]
+    recorded += [_Recorded("group", str(g["id"]), g["session_id"], g["step"] or 0,
+                           _key(g["call_json"])) for g in groups]
+    latest: Dict[str, str] = {}
+    for r in list(runs) + list(groups):
+        latest[r["session_id"]] = max(latest.get(r["session_id"], ""), r["started_at"])
+    order = sorted(latest, key=lambda s: latest[s], reverse=True)
+    recorded.sort(key=lambda r: (order.index(r.session), r.step))
+    if not order:
+        return recorded, None
+    head = store.query("SELECT topology_json, context_json FROM runs WHERE session_id = ? "
+                       "ORDER BY id LIMIT 1", (order[0],))
+    first = dict(head[0]) if head else None
+    if first is not None:
+        first["context"] = json.loads(first["context_json"] or "{}")
+    return recorded, first
+
+
+def _key(call_json: Optional[str]) -> str:
+    call = ProbeCall.from_dict(json.loads(call_json)) if call_json else None
+    return call.key() if call is not None else ""
+
+
+def _recorded_topology(first_run: Optional[Dict[str, Any]]) -> Optional[Topology]:
+    if not first_run or not first_run.get("topology_json"):
+        return None
+    return from_dict(json.loads(first_run["topology_json"]))
