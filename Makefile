@@ -30,7 +30,7 @@ unit: setup lint
 	$(VENV)/bin/python -m pytest -q -m "not network and not vm"
 
 lint: setup
-	$(VENV)/bin/ruff check labtools tests benchmarks topologies
+	$(VENV)/bin/ruff check labtools tests benchmarks topologies solutions
 	$(VENV)/bin/mypy
 
 demo: setup

@@ -37,6 +37,7 @@ After=network-online.target openvswitch-switch.service
 Type=simple
 EnvironmentFile=/etc/labtools/jupyter.env
 Environment=PATH=$venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+Environment=MPLCONFIGDIR=$here/.cache/matplotlib
 WorkingDirectory=$here
 ExecStartPre=-$venv/bin/labtools clean
 ExecStart=$venv/bin/jupyter lab --no-browser --allow-root --ip=0.0.0.0 --port=8888 --ServerApp.port_retries=0 --ServerApp.root_dir=$here --KernelManager.shutdown_wait_time=120

@@ -18,6 +18,7 @@ if [ "${1:-}" = "--serve" ]; then
     # VM's own address, which only the host's 127.0.0.1:$port forwards to.
     : "${JUPYTER_TOKEN:?a token is required}"
     export JUPYTER_TOKEN
+    export MPLCONFIGDIR="$here/.cache/matplotlib"  # the font cache setup.sh built
     cd "$here"
     exec "$venv/bin/jupyter" lab --no-browser --allow-root \
         --ip="${LABTOOLS_VM_ADDR:-127.0.0.1}" --port="$port" --ServerApp.port_retries=0 \
@@ -43,7 +44,28 @@ export JUPYTER_TOKEN
 url="http://127.0.0.1:$port/lab?token=$JUPYTER_TOKEN"
 mkdir -p "$here/.cache"
 ( umask 077; printf '%s\n' "$url" > "$here/.cache/lab-url" )
-echo "[lab] JupyterLab will be at: $url"
-echo "[lab] (also saved in .cache/lab-url; stop with Ctrl-C)"
-exec "$venv/bin/labtools" vm --if-needed --forward "$port" --env JUPYTER_TOKEN --env LAB_PORT="$port" \
+echo "[lab] starting JupyterLab (in the lab VM when this kernel cannot emulate links: up to"
+echo "[lab] 3 minutes under software emulation); the address is printed when it answers"
+
+# Say "ready" only once the lab really answers (with the token) on the forwarded port.
+"$venv/bin/python" - "$port" "$JUPYTER_TOKEN" "$url" <<'WAIT' &
+import sys, time, urllib.request
+port, token, url = sys.argv[1:4]
+probe = f"http://127.0.0.1:{port}/api/status?token={token}"
+deadline = time.monotonic() + 900
+while time.monotonic() < deadline:
+    try:
+        with urllib.request.urlopen(probe, timeout=5) as reply:
+            if reply.status == 200:
+                print(f"[lab] ready: {url}", flush=True)
+                print("[lab] (also saved in .cache/lab-url; stop with Ctrl-C)", flush=True)
+                sys.exit(0)
+    except OSError:
+        pass
+    time.sleep(2)
+print("[lab] JupyterLab did not answer within 15 minutes: see the messages above", flush=True)
+WAIT
+waiter=$!
+trap 'kill $waiter 2>/dev/null || true' EXIT
+"$venv/bin/labtools" vm --if-needed --forward "$port" --env JUPYTER_TOKEN --env LAB_PORT="$port" \
     -- bash "$here/scripts/lab.sh" --serve

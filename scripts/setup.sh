@@ -69,6 +69,25 @@ else
 fi
 "$venv/bin/python" -c "import labtools, mininet.net" \
     || { echo "[setup] the venv cannot import labtools and mininet" >&2; exit 1; }
+
+# --- what a student meets on first opening the lab ------------------------------------------
+# No "get notified about Jupyter news?" pop-up and no update check (the lab is offline).
+overrides="$venv/share/jupyter/lab/settings/overrides.json"
+want_overrides='{
+  "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false}
+}'
+if [ "$(cat "$overrides" 2>/dev/null)" != "$want_overrides" ]; then
+    mkdir -p "$(dirname "$overrides")"
+    printf '%s\n' "$want_overrides" > "$overrides"
+    say "JupyterLab: no news pop-up, no update check"
+fi
+# Matplotlib's font cache, built once here rather than in red under a student's first plot.
+export MPLCONFIGDIR="$here/.cache/matplotlib"
+if ! ls "$MPLCONFIGDIR"/fontlist-*.json >/dev/null 2>&1; then
+    mkdir -p "$MPLCONFIGDIR"
+    "$venv/bin/python" -c "import matplotlib.font_manager" 2>/dev/null
+    say "matplotlib: font cache built in $MPLCONFIGDIR"
+fi
 say "ready: $venv/bin/labtools"
 
 [ "$service" = yes ] && bash "$here/scripts/lab-service.sh" "$venv"

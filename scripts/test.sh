@@ -13,7 +13,7 @@ py=.venv/bin/python
 export PATH="$here/.venv/bin:$PATH"
 
 echo "== lint and types (ruff, mypy) =="
-.venv/bin/ruff check labtools tests benchmarks topologies
+.venv/bin/ruff check labtools tests benchmarks topologies solutions
 .venv/bin/mypy
 
 echo "== unit tests =="

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from labtools.commands import doctor_cmd
 from labtools.errors import ParseError
 from labtools.system import capabilities as caps
+from labtools.system import doctor as doctor_cmd
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "capabilities"
 
@@ -163,7 +163,9 @@ def test_doctor_line_format():
 def test_doctor_report_on_this_machine(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("LABTOOLS_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(caps, "kvm_usable", lambda **kw: (False, "not probed in tests"))
-    status = doctor_cmd.run(argparse.Namespace(json=True, recheck=False))
+    from labtools.commands.doctor_cmd import run
+
+    status = run(argparse.Namespace(json=True, recheck=False))
     report = json.loads(capsys.readouterr().out)
     assert [r["name"] for r in report] == list(doctor_cmd.CHECKS)
     for row in report:
@@ -175,7 +177,7 @@ def test_doctor_report_on_this_machine(tmp_path, monkeypatch, capsys):
                                         "bridge utilities"))
     expected = expected and (by_name["netem in this kernel"] or by_name["VM runner"])
     assert status == (0 if expected else 1)
-    doctor_cmd.run(argparse.Namespace(json=False, recheck=False))
+    run(argparse.Namespace(json=False, recheck=False))
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == len(report) + 1
     assert all(line[:5] in ("ok   ", "FAIL ") for line in lines[:-1])

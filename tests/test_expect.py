@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from labtools.errors import InputError, NoRouteError, UnknownNodeError
 from labtools.model import expect
 from labtools.model.catalog import load_topology
 from labtools.model.routing import compute_routing
+from tests.conftest import run_cli
 
 LINKS = [("r1", "r2", 20, 40, "L1"), ("r2", "r3", 40, 30, "L2"), ("r3", "r4", 20, 20, "L3")]
 PATHS = [("h1", "h4", 60, 30, "L2"), ("h1", "h9", 80, 20, "L3"), ("h7", "h9", 60, 20, "L3")]
@@ -102,3 +105,48 @@ def test_equal_paths_break_ties_by_name():
     topo = Topology("square", nodes, links)
     assert expect.path(topo, "h1", "h2").nodes == ("h1", "ra", "rb", "rd", "h2")
     assert expect.rtt_ms(topo, "h1", "h2") == pytest.approx(6)
+
+
+def test_the_worst_rtt_the_links_can_produce(portfolio):
+    """h1 -> h4: 60 ms of propagation, plus L1's 67 packets at 40 Mbit/s (20.3 ms) and
+    L2's 100 packets at 30 Mbit/s (40.4 ms) of queue: about 120.7 ms."""
+    e = expect.expect_pair(portfolio, "h1", "h4")
+    l1 = 67 * 1514 * 8 / 40e6 * 1e3
+    l2 = 100 * 1514 * 8 / 30e6 * 1e3
+    assert e.queue_delay_ms == pytest.approx(l1 + l2) and 120.6 < e.max_rtt_ms < 120.7
+    assert e.max_rtt_ms == pytest.approx(60 + l1 + l2)
+    # with the replies' queues (L2 and L1 the other way) full as well
+    assert e.max_rtt_both_loaded_ms == pytest.approx(60 + 2 * (l1 + l2))
+    assert e.unbounded_links == () and e.mathis_limit_mbps is None
+    assert e.tcp_limit_mbps == e.tcp_goodput_ceiling_mbps
+
+
+def test_bounds_on_a_topology_with_loss_several_paths_and_an_unbounded_queue(tmp_path):
+    """Hand calculations on a topology that is not one of the kit's."""
+    spec = tmp_path / "diamond.json"
+    spec.write_text(json.dumps({"name": "diamond", "nodes": [
+        {"name": "a"}, {"name": "b"}, {"name": "ra", "kind": "router"},
+        {"name": "rb", "kind": "router"}], "links": [
+        {"a": "a", "b": "ra"},
+        {"a": "ra", "b": "rb", "bw_mbps": 10, "delay_ms": 25, "loss_pct": 1, "queue_pkts": 50},
+        {"a": "rb", "b": "b", "bw_mbps": 50, "delay_ms": 5}]}))
+    topo = load_topology(str(spec))
+    e = expect.expect_pair(topo, "a", "b")
+    assert e.rtt_ms == 60
+    assert e.unbounded_links == ("rb-b",)  # rated, no queue limit: no bound
+    assert e.queue_delay_ms is None and e.max_rtt_ms is None
+    assert e.loss_pct == pytest.approx(1.0)
+    # Mathis: 1448 B x 8 / 60 ms x sqrt(3/2) / sqrt(0.01) = 2.364 Mbit/s, below 9.56
+    assert e.mathis_limit_mbps == pytest.approx(1448 * 8 / 0.060 * 1.2247449 / 0.1 / 1e6, rel=1e-6)
+    assert e.tcp_limit_mbps == e.mathis_limit_mbps < e.tcp_goodput_ceiling_mbps
+    two_lossy = expect.path_loss(tuple(topo.links[1:2]) * 2)
+    assert two_lossy == pytest.approx(1 - 0.99 ** 2)
+
+
+def test_expect_json_names_the_bounds():
+    proc = run_cli(["expect", "portfolio", "h1", "h4", "--json"])
+    data = json.loads(proc.stdout)
+    for key in ("queue_delay_ms", "max_rtt_ms", "max_rtt_both_loaded_ms", "unbounded_links",
+                "loss_pct", "mathis_limit_mbps", "tcp_limit_mbps"):
+        assert key in data
+    assert data["max_rtt_ms"] == pytest.approx(120.661, abs=1e-3)

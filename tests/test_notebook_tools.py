@@ -1,66 +1,57 @@
-"""Generating student notebooks from solutions (nbgrader markers)."""
+"""Student notebooks made by the real nbgrader from solutions, and executing notebooks."""
 
 from __future__ import annotations
 
 import nbformat
 import pytest
 
-from labtools.errors import InputError
+from labtools.errors import EnvironmentProblem
 from labtools.teach import notebooks
 
 
 def _solution():
     nb = nbformat.v4.new_notebook()
-    nb.cells = [
-        nbformat.v4.new_markdown_cell("Question?\n### BEGIN SOLUTION\nThe answer.\n### END SOLUTION"),
-        nbformat.v4.new_code_cell("x = 1\n### BEGIN SOLUTION\nrtt_ms = 60\n### END SOLUTION\nprint(x)"),
-        nbformat.v4.new_code_cell("assert rtt_ms > 0\n### BEGIN HIDDEN TESTS\nassert rtt_ms == 60\n"
-                                  "### END HIDDEN TESTS"),
-        nbformat.v4.new_code_cell("def f():\n    ### BEGIN SOLUTION\n    return 2\n    ### END SOLUTION"),
-    ]
-    nb.cells[1].outputs = [nbformat.v4.new_output("stream", text="1\n")]
-    nb.cells[1].execution_count = 3
-    nb.cells[1].metadata["nbgrader"] = {"solution": True, "grade_id": "q1"}
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    answer = nbformat.v4.new_code_cell("x = 1\n### BEGIN SOLUTION\nrtt_ms = 60\n### END SOLUTION",
+                                       id="answer")
+    answer.metadata["nbgrader"] = {"grade": False, "grade_id": "answer", "locked": False,
+                                   "schema_version": 3, "solution": True, "task": False}
+    check = nbformat.v4.new_code_cell("assert rtt_ms > 0\n### BEGIN HIDDEN TESTS\n"
+                                      "assert rtt_ms == 60\n### END HIDDEN TESTS", id="check")
+    check.metadata["nbgrader"] = {"grade": True, "grade_id": "check", "locked": True,
+                                  "points": 1, "schema_version": 3, "solution": False,
+                                  "task": False}
+    nb.cells = [nbformat.v4.new_markdown_cell("Question?", id="q"), answer, check]
     return nb
 
 
-def test_student_version_replaces_answers_and_keeps_metadata():
-    student = notebooks.student_version(_solution())
-    md, code, tests, func = (c.source for c in student.cells)
-    assert md == "Question?\nYOUR ANSWER HERE"
-    assert code == "x = 1\n# YOUR CODE HERE\nraise NotImplementedError()\nprint(x)"
-    assert tests == "assert rtt_ms > 0"
-    assert func == "def f():\n    # YOUR CODE HERE\n    raise NotImplementedError()"
-    assert student.cells[1].outputs == [] and student.cells[1].execution_count is None
-    assert student.cells[1].metadata["nbgrader"]["grade_id"] == "q1"
-
-
-@pytest.mark.parametrize("source, words", [
-    ("### BEGIN SOLUTION\nx = 1", "never closed"),
-    ("x = 1\n### END SOLUTION", "without"),
-    ("### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION", "nested"),
-])
-def test_broken_markers_are_refused(source, words):
-    with pytest.raises(InputError, match=words):
-        notebooks.student_cell_source(source, "code", "nb cell 1")
-
-
-def test_build_and_stale(tmp_path):
+def test_nbgrader_makes_the_student_version(tmp_path):
     solutions, students = tmp_path / "solutions", tmp_path / "notebooks"
     solutions.mkdir()
-    nb = notebooks.clear_outputs(_solution())
-    nbformat.write(nb, str(solutions / "00-x.ipynb"))
+    nbformat.write(_solution(), str(solutions / "00-x.ipynb"))
     assert notebooks.stale(solutions, students) == [
         f"{students / '00-x.ipynb'} is missing (run `labtools notebooks build`)"]
     assert notebooks.build(solutions, students) == [students / "00-x.ipynb"]
+    student = nbformat.read(str(students / "00-x.ipynb"), as_version=4)
+    answer, check = student.cells[1].source, student.cells[2].source
+    assert answer == "x = 1\n# YOUR CODE HERE\nraise NotImplementedError()"
+    assert check == "assert rtt_ms > 0"  # the hidden test is gone
+    assert student.cells[2].metadata["nbgrader"]["checksum"]  # nbgrader's own marks
     assert notebooks.stale(solutions, students) == []
     assert notebooks.build(solutions, students) == []
-    nb.cells[1].source = nb.cells[1].source.replace("60", "61")  # answers only: no change
+    nb = _solution()
+    nb.cells[1].source = nb.cells[1].source.replace("60", "61")  # an answer: no change
     nbformat.write(nb, str(solutions / "00-x.ipynb"))
     assert notebooks.stale(solutions, students) == []
     nb.cells[1].source = nb.cells[1].source.replace("x = 1", "x = 2")
     nbformat.write(nb, str(solutions / "00-x.ipynb"))
     assert "differs from its solution" in notebooks.stale(solutions, students)[0]
+
+
+def test_without_nbgrader_the_error_says_how_to_get_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(notebooks.shutil, "which", lambda *a, **k: None)
+    with pytest.raises(EnvironmentProblem, match="nbgrader is not installed"):
+        notebooks.nbgrader(["--version"], tmp_path)
 
 
 def test_cell_timeout_from_metadata():

@@ -186,3 +186,43 @@ def test_solution_runs_top_to_bottom_on_a_real_network(name, tmp_path, monkeypat
     runs = ResultStore(folder / "results" / "labtools.sqlite").runs()  # beside the notebook
     assert len(runs) >= 1 and (runs["status"] == "ok").all(), runs
     assert _leftovers() == before
+
+
+#: calls that measure (their results, and whatever is computed from them, are measurements)
+MEASURING_CALLS = ("probes.", "capacity_search(")
+
+
+def _names(source: str):
+    """(names a cell assigns with ``=``, names it reads), from its syntax (loop variables
+    are not results)."""
+    import ast
+
+    tree = ast.parse("\n".join(ln for ln in source.splitlines()
+                               if not ln.lstrip().startswith(("%", "!"))))
+    stored, loaded = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                stored |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            loaded.add(node.id)
+    return stored, loaded
+
+
+def test_grade_cells_that_need_a_measurement_are_tagged_measured(solution):
+    """Replayed grading: without a results file exactly the cells tagged ``measured`` lose
+    their points. The tags must therefore match what the cells depend on: a name is
+    measured when a cell that calls a probe, or reads a measured name, assigns it."""
+    name, nb = solution
+    measured: set = set()
+    tagged = []
+    for cell in _code_cells(nb):  # in order: what a cell reads was assigned above it
+        stored, loaded = _names(cell.source)
+        if _nbgrader(cell).get("grade"):
+            depends = bool(loaded & measured)
+            assert ("measured" in cell.metadata.get("tags", [])) == depends, (name, cell.id)
+            tagged.append(depends)
+        if any(call in cell.source for call in MEASURING_CALLS) or loaded & measured:
+            measured |= stored - {"lab", "topo"}
+    assert any(tagged) and not all(tagged), name

@@ -195,7 +195,9 @@ def test_expected_vs_measured_mixed_units_in_percent(capture_topo):
     # the ping row expects 0 ms (no delay in the capture network): no percentage bar
     assert any("no expected value" in t.get_text() for t in ax.texts)
     expected_bars = [b for b in _bar_colours(ax) if b.get_hatch() == "//"]
-    assert [b.get_width() for b in expected_bars] == pytest.approx([100.0] * (len(tcp)))
+    comparable = int((table["expected"].fillna(0) != 0).sum())  # rtt_max and the rates
+    assert comparable == len(tcp) + 1
+    assert [b.get_width() for b in expected_bars] == pytest.approx([100.0] * comparable)
 
 
 # --- shares ------------------------------------------------------------------------------------
@@ -290,3 +292,19 @@ def test_plot_measurement_picks_the_plot_of_the_result(capture_topo, tool, folde
     m = judge_output(tool, fixture(folder, name), capture_topo, "cli", "srv")
     ax = plots.plot_measurement(m)
     assert ax.get_title().startswith(kind)
+
+
+def test_latency_percentiles_on_a_log_axis(capture_topo):
+    """HDR-style: the n-th smallest of n samples sits at 1 / (1 - (n-1)/n) = n."""
+    normal = parsed("ping", "ping", "normal.txt").table
+    lossy = parsed("ping", "ping", "partial_loss.txt").table
+    e = expect.expect_pair(capture_topo, "cli", "srv")
+    ax = plots.plot_latency_percentiles({"idle": normal, "overloaded": lossy},
+                                        expected_ms=e.rtt_ms, max_ms=e.max_rtt_ms)
+    lines = lines_by_label(ax)
+    idle = lines[f"idle ({len(normal)} samples)"]
+    assert list(idle.get_ydata()) == sorted(normal["rtt_ms"])
+    assert idle.get_xdata()[0] == 1 and idle.get_xdata()[-1] == pytest.approx(len(normal))
+    assert ax.get_xscale() == "log"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0%", "50%", "90%", "99%", "99.9%"]
+    assert any(lb.startswith("worst the links produce") for lb in lines)

@@ -159,3 +159,16 @@ def test_verdict_rows_round_trip_and_order():
     assert policy.worst(["ok", "inconclusive", "suspicious"]) == "suspicious"
     assert policy.worst(["ok", "inconclusive"]) == "inconclusive"
     assert policy.worst([]) == "ok"
+
+
+def test_an_rtt_above_what_the_links_can_produce_is_the_emulators():
+    """The reference student: h1-h4 samples of 153 ms where every full queue on the way
+    allows at most about 120.7 ms."""
+    from labtools.model.catalog import load_topology
+
+    e = expect.expect_pair(load_topology("portfolio"), "h1", "h4")
+    row = verdicts.rtt_bound_verdict(153.4, e.max_rtt_ms)
+    assert row.verdict == "suspicious" and "the emulator, not the network" in row.reason
+    assert verdicts.rtt_bound_verdict(118.0, e.max_rtt_ms).verdict == "ok"
+    none = verdicts.rtt_bound_verdict(500.0, None, unbounded=("L9",))
+    assert none.verdict == "ok" and "no bound: L9 has no queue limit" in none.reason

@@ -167,14 +167,16 @@ def judge_summary(summary: Summary, expected: Optional[PairExpectation],
         if machine is not None and topo is not None:
             info = path(topo, expected.src, expected.dst)
             added = machine.added_ms(info.links + info.reverse_links)
-        return [verdicts.rtt_verdict(summary.min_ms, summary.avg_ms, expected.rtt_ms, added)]
+        return [verdicts.rtt_verdict(summary.min_ms, summary.avg_ms, expected.rtt_ms, added),
+                verdicts.rtt_bound_verdict(summary.max_after_first_ms, expected.max_rtt_ms,
+                                           added, expected.unbounded_links)]
     if isinstance(summary, UdpSummary):
         sent = summary.sender_mbps if summary.sender_mbps is not None else context.offered_mbps
         return verdicts.udp_verdicts(summary.receiver_mbps, sent, summary.loss_pct,
                                      expected.udp_goodput_ceiling_mbps, machine)
     if not isinstance(summary, RateSummary):
         raise InputError(f"cannot judge a summary of kind {type(summary).__name__}")
-    ceiling = expected.tcp_goodput_ceiling_mbps
+    ceiling = expected.tcp_limit_mbps  # the goodput ceiling, or less where loss caps TCP
     limit = window_limit_mbps(context.window_bytes, expected.rtt_ms)
     if limit is not None and (ceiling is None or limit < ceiling):
         return [verdicts.window_verdict(summary.steady_mbps, limit, machine)]

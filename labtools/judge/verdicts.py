@@ -25,7 +25,7 @@ UDP
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from labtools.errors import InputError
 from labtools.judge import policy
@@ -127,6 +127,29 @@ def rtt_verdict(min_ms: Optional[float], avg_ms: Optional[float], expected_ms: f
         reason += (f"; average {avg_ms:.1f} ms is inflated by outliers (above "
                    f"{policy.outlier_threshold_ms(min_ms):.1f} ms): trust the minimum")
     return Verdict("rtt_min", expected_ms, min_ms, "ms", verdict, reason)
+
+
+def rtt_bound_verdict(largest_ms: Optional[float], max_ms: Optional[float],
+                      machine_ms: float = 0.0, unbounded: Tuple[str, ...] = ()) -> Verdict:
+    """The largest RTT sample (after the first, which also waits for address resolution)
+    against the worst the links can produce (``max_ms``: propagation plus every full queue
+    on the way, plus what this machine adds): above it, the emulator added the time."""
+    metric = "rtt_max"
+    if max_ms is None:
+        links = ", ".join(unbounded) or "a link"
+        return Verdict(metric, None, largest_ms, "ms", OK,
+                       f"no bound: {links} has no queue limit, waiting there is unbounded")
+    if largest_ms is None:
+        return Verdict(metric, max_ms, None, "ms", OK, "too few replies to compare")
+    limit = max_ms + machine_ms + policy.rtt_tolerance_ms(max_ms)
+    if largest_ms > limit:
+        return Verdict(metric, max_ms, largest_ms, "ms", SUSPICIOUS,
+                       f"a sample of {largest_ms:.1f} ms is above the worst the links can "
+                       f"produce ({max_ms:.1f} ms with every queue full): the emulator, not "
+                       "the network (CPU or scheduling) added the time")
+    return Verdict(metric, max_ms, largest_ms, "ms", OK,
+                   f"every sample within what the links can produce ({max_ms:.1f} ms with "
+                   "every queue full)")
 
 
 # --- rates ---------------------------------------------------------------------------------

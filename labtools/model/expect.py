@@ -11,6 +11,13 @@ Physics used (see the kit's README):
   is at most 1448/1514 = 95.6 % of the rate; an iperf UDP datagram of 1470 bytes travels in a
   1512-byte frame (97.2 %).
 - The window that fills a path is its bandwidth-delay product: rate x RTT.
+- The worst RTT the links can produce: the propagation RTT plus the time to drain every
+  full queue the data crosses (a queue of Q packets in front of a link of rate R holds
+  Q x 1514 bytes x 8 / R of waiting). It is an upper bound: an RTT sample above it did not
+  come from the links. A rate-limited link without a queue limit has no such bound.
+- Loss caps TCP (Mathis et al., 1997): rate <= MSS / RTT x C / sqrt(p), with
+  C = sqrt(3/2) ~ 1.22 for periodic loss and one ACK per segment, p the probability that a
+  data segment is lost on the way.
 """
 
 from __future__ import annotations
@@ -31,6 +38,8 @@ MTU_BYTES = 1500
 TCP_MSS_BYTES = MTU_BYTES - IPV4_HEADER_BYTES - TCP_HEADER_BYTES  #: 1448
 TCP_FRAME_BYTES = MTU_BYTES + ETH_HEADER_BYTES  #: 1514
 IPERF_UDP_PAYLOAD_BYTES = 1470
+#: Mathis et al.'s constant sqrt(3/2): periodic loss, an ACK for every segment
+MATHIS_C = (3 / 2) ** 0.5
 
 
 @dataclass(frozen=True)
@@ -140,6 +149,45 @@ def window_per_flow_bytes(rate_mbps: float, rtt_ms_value: float, flows: int) -> 
     return bdp_bytes(rate_mbps, rtt_ms_value) / flows
 
 
+def queue_drain_ms(link: Link) -> Optional[float]:
+    """Time (ms) to send a full queue of ``link`` at its rate (full 1514-byte frames); None
+    when the link has no rate (it queues nothing) or no queue limit (no bound)."""
+    if link.bw_mbps is None or link.queue_pkts is None:
+        return None
+    return link.queue_pkts * TCP_FRAME_BYTES * 8 / (link.bw_mbps * 1e6) * 1e3
+
+
+def unbounded_links(links: Tuple[Link, ...]) -> Tuple[str, ...]:
+    """Labels of the rate-limited links that have no queue limit (waiting is unbounded)."""
+    return tuple(link.label for link in links
+                 if link.bw_mbps is not None and link.queue_pkts is None)
+
+
+def queue_delay_ms(links: Tuple[Link, ...]) -> Optional[float]:
+    """The most waiting (ms) a packet meets crossing ``links``: every queue full; None
+    when one of them has no queue limit."""
+    if unbounded_links(links):
+        return None
+    return sum(queue_drain_ms(link) or 0.0 for link in links)
+
+
+def path_loss(links: Tuple[Link, ...]) -> float:
+    """Probability (0..1) that a packet crossing ``links`` is lost on one of them."""
+    kept = 1.0
+    for link in links:
+        kept *= 1 - link.loss_pct / 100
+    return 1 - kept
+
+
+def mathis_limit_mbps(rtt_ms_value: float, loss: float,
+                      mss_bytes: int = TCP_MSS_BYTES) -> Optional[float]:
+    """The TCP rate loss ``loss`` (0..1) allows over ``rtt_ms_value``: MSS / RTT x C /
+    sqrt(p) (Mathis et al.); None without loss or without delay (no limit)."""
+    if loss <= 0 or rtt_ms_value <= 0:
+        return None
+    return mss_bytes * 8 / (rtt_ms_value / 1e3) * MATHIS_C / loss ** 0.5 / 1e6
+
+
 @dataclass(frozen=True)
 class PairExpectation:
     """Everything expected between two nodes (units in the names; None where the path is
@@ -156,6 +204,19 @@ class PairExpectation:
     tcp_goodput_ceiling_mbps: Optional[float]
     udp_goodput_ceiling_mbps: Optional[float]
     bdp_bytes: Optional[float]
+    queue_delay_ms: Optional[float] = None
+    max_rtt_ms: Optional[float] = None
+    max_rtt_both_loaded_ms: Optional[float] = None
+    unbounded_links: Tuple[str, ...] = ()
+    loss_pct: float = 0.0
+    mathis_limit_mbps: Optional[float] = None
+
+    @property
+    def tcp_limit_mbps(self) -> Optional[float]:
+        """What TCP can reach: the lower of the goodput ceiling and the loss limit."""
+        limits = [v for v in (self.tcp_goodput_ceiling_mbps, self.mathis_limit_mbps)
+                  if v is not None]
+        return min(limits) if limits else None
 
     def as_dict(self) -> Dict[str, Any]:
         """JSON form: ``path`` and ``links`` as lists, numbers rounded as printed."""
@@ -170,6 +231,13 @@ class PairExpectation:
             "tcp_goodput_ceiling_mbps": rounded(self.tcp_goodput_ceiling_mbps, 3),
             "udp_goodput_ceiling_mbps": rounded(self.udp_goodput_ceiling_mbps, 3),
             "bdp_bytes": None if self.bdp_bytes is None else round(self.bdp_bytes),
+            "queue_delay_ms": rounded(self.queue_delay_ms, 3),
+            "max_rtt_ms": rounded(self.max_rtt_ms, 3),
+            "max_rtt_both_loaded_ms": rounded(self.max_rtt_both_loaded_ms, 3),
+            "unbounded_links": list(self.unbounded_links),
+            "loss_pct": round(self.loss_pct, 6),
+            "mathis_limit_mbps": rounded(self.mathis_limit_mbps, 3),
+            "tcp_limit_mbps": rounded(self.tcp_limit_mbps, 3),
         }
 
 
@@ -178,6 +246,8 @@ def expect_pair(topo: Topology, src: str, dst: str) -> PairExpectation:
     info = path(topo, src, dst)
     rtt = rtt_ms(topo, src, dst)
     rate, label = bottleneck(topo, src, dst)
+    forward, back = queue_delay_ms(info.links), queue_delay_ms(info.reverse_links)
+    loss = path_loss(info.links)
     return PairExpectation(
         src=src, dst=dst, dst_ip=info.dst_ip, path=info.nodes,
         links=tuple(info.link_labels), rtt_ms=rtt, bottleneck_mbps=rate,
@@ -185,6 +255,11 @@ def expect_pair(topo: Topology, src: str, dst: str) -> PairExpectation:
         tcp_goodput_ceiling_mbps=None if rate is None else tcp_goodput_ceiling_mbps(rate),
         udp_goodput_ceiling_mbps=None if rate is None else udp_goodput_mbps(rate),
         bdp_bytes=None if rate is None else bdp_bytes(rate, rtt),
+        queue_delay_ms=forward,
+        max_rtt_ms=None if forward is None else rtt + forward,
+        max_rtt_both_loaded_ms=None if forward is None or back is None else rtt + forward + back,
+        unbounded_links=tuple(dict.fromkeys(unbounded_links(info.links + info.reverse_links))),
+        loss_pct=100 * loss, mathis_limit_mbps=mathis_limit_mbps(rtt, loss),
     )
 
 

@@ -1,87 +1,30 @@
-"""Student notebooks from solutions, and running notebooks top to bottom.
+"""Student notebooks from solutions (by nbgrader itself), and running notebooks top to bottom.
 
 Single source: ``solutions/NAME.ipynb`` carry the answers between nbgrader's markers, and
-``notebooks/NAME.ipynb`` are generated from them (``labtools notebooks build``):
-
-- in code cells, the lines between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` become
-  ``# YOUR CODE HERE`` and ``raise NotImplementedError()`` (as nbgrader writes them);
-- in markdown cells, the text between the markers becomes ``YOUR ANSWER HERE``;
-- the lines between ``### BEGIN HIDDEN TESTS`` and ``### END HIDDEN TESTS`` are removed;
-- outputs and execution counts are cleared; nbgrader cell metadata is kept, so instructors
-  can also use nbgrader directly on ``solutions/``.
+``notebooks/NAME.ipynb`` are what ``nbgrader generate_assignment`` makes of them
+(``labtools notebooks build`` runs it in a throwaway course folder and copies the result):
+answers become ``# YOUR CODE HERE`` / ``YOUR ANSWER HERE``, hidden tests go, outputs are
+cleared, cells are locked and checksummed. An instructor running nbgrader on
+``solutions/`` therefore releases exactly the committed student notebooks.
 """
 
 from __future__ import annotations
 
-import copy
+import os
 import re
+import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
-from labtools.errors import InputError
+from labtools.errors import EnvironmentProblem, InputError
 
-BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
-BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
-CODE_STUB = ["# YOUR CODE HERE", "raise NotImplementedError()"]
-MARKDOWN_STUB = ["YOUR ANSWER HERE"]
-
-
-def _replace_between(lines: List[str], begin: str, end: str, stub: List[str],
-                     where: str) -> List[str]:
-    out: List[str] = []
-    inside = False
-    indent = ""
-    for number, line in enumerate(lines, 1):
-        stripped = line.strip()
-        if stripped == begin:
-            if inside:
-                raise InputError(f"{where}: nested {begin!r} at line {number}")
-            inside = True
-            indent = line[: len(line) - len(line.lstrip())]
-            out.extend(indent + s for s in stub)
-        elif stripped == end:
-            if not inside:
-                raise InputError(f"{where}: {end!r} without {begin!r} at line {number}")
-            inside = False
-        elif not inside:
-            out.append(line)
-    if inside:
-        raise InputError(f"{where}: {begin!r} is never closed")
-    return out
-
-
-def student_cell_source(source: str, cell_type: str, where: str = "cell") -> str:
-    """The student version of one cell's source."""
-    lines = source.split("\n")
-    stub = CODE_STUB if cell_type == "code" else MARKDOWN_STUB
-    lines = _replace_between(lines, BEGIN_SOLUTION, END_SOLUTION, stub, where)
-    lines = _replace_between(lines, BEGIN_HIDDEN, END_HIDDEN, [], where)
-    return "\n".join(lines)
-
-
-def clear_outputs(nb: Any) -> Any:
-    """A copy of ``nb`` with outputs and execution counts removed."""
-    nb = copy.deepcopy(nb)
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.outputs = []
-            cell.execution_count = None
-        cell.metadata.pop("execution", None)
-    return nb
-
-
-def student_version(solution: Any, name: str = "notebook") -> Any:
-    """The student notebook made from a solution notebook."""
-    nb = clear_outputs(solution)
-    for index, cell in enumerate(nb.cells):
-        cell.source = student_cell_source(cell.source, cell.cell_type, f"{name} cell {index}")
-    return nb
-
-
-def _dump(nb: Any) -> str:
-    import nbformat
-
-    return nbformat.writes(nb) + "\n"
+#: the assignment name used in the throwaway course folder
+ASSIGNMENT = "labs"
+#: seconds nbgrader may take to generate the student notebooks
+GENERATE_TIMEOUT_S = 300
 
 
 def _pairs(solutions: Path, students: Path) -> List[Tuple[Path, Path]]:
@@ -91,17 +34,59 @@ def _pairs(solutions: Path, students: Path) -> List[Tuple[Path, Path]]:
     return [(src, students / src.name) for src in found]
 
 
-def build(solutions: Path = Path("solutions"), students: Path = Path("notebooks")) -> List[Path]:
-    """Write every student notebook; returns the ones that changed."""
-    import nbformat
+def nbgrader_env() -> Dict[str, str]:
+    """The environment for nbgrader's commands: this Python's scripts first on PATH
+    (nbgrader runs ``alembic`` from there to create its gradebook)."""
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return env
 
-    changed = []
-    students.mkdir(parents=True, exist_ok=True)
-    for src, dst in _pairs(solutions, students):
-        text = _dump(student_version(nbformat.read(str(src), as_version=4), src.stem))
-        if not dst.is_file() or dst.read_text() != text:
-            dst.write_text(text)
-            changed.append(dst)
+
+def nbgrader(args: List[str], course: Path, timeout_s: float = GENERATE_TIMEOUT_S) -> str:
+    """Run ``nbgrader ARGS`` in the course folder ``course``; its output, or
+    :class:`EnvironmentProblem` with nbgrader's last line when it fails."""
+    exe = shutil.which("nbgrader", path=nbgrader_env()["PATH"])
+    if exe is None:
+        raise EnvironmentProblem("nbgrader is not installed: pip install 'labtools[dev]' "
+                                 "(bash scripts/setup.sh installs it)")
+    proc = subprocess.run([exe, *args], cwd=str(course), env=nbgrader_env(), text=True,
+                          capture_output=True, timeout=timeout_s, check=False)
+    if proc.returncode != 0:
+        lines = [ln for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
+        last = lines[-1] if lines else f"exit status {proc.returncode}"
+        raise EnvironmentProblem(f"nbgrader {args[0]} failed: {last}")
+    return proc.stdout + proc.stderr
+
+
+def generate(solutions: Path, into: Path) -> List[Path]:
+    """The student notebooks nbgrader makes of ``solutions``, written into ``into``."""
+    pairs = _pairs(solutions, into)
+    with tempfile.TemporaryDirectory(prefix="labtools-course-") as tmp:
+        course = Path(tmp)
+        source = course / "source" / ASSIGNMENT
+        source.mkdir(parents=True)
+        for src, _ in pairs:
+            shutil.copy(src, source / src.name)
+        (course / "nbgrader_config.py").write_text(
+            'c = get_config()\nc.CourseDirectory.course_id = "labtools"\n')
+        nbgrader(["generate_assignment", ASSIGNMENT, "--create", "--force"], course)
+        into.mkdir(parents=True, exist_ok=True)
+        for src, dst in pairs:
+            shutil.copy(course / "release" / ASSIGNMENT / src.name, dst)
+    return [dst for _, dst in pairs]
+
+
+def build(solutions: Path = Path("solutions"), students: Path = Path("notebooks")) -> List[Path]:
+    """Write every student notebook (nbgrader's release of the solutions); returns the
+    ones that changed."""
+    with tempfile.TemporaryDirectory(prefix="labtools-release-") as tmp:
+        changed = []
+        for made in generate(solutions, Path(tmp)):
+            dst = students / made.name
+            if not dst.is_file() or dst.read_bytes() != made.read_bytes():
+                students.mkdir(parents=True, exist_ok=True)
+                shutil.copy(made, dst)
+                changed.append(dst)
     return changed
 
 
@@ -110,15 +95,17 @@ def stale(solutions: Path = Path("solutions"), students: Path = Path("notebooks"
     import nbformat
 
     problems = []
-    for src, dst in _pairs(solutions, students):
+    for src, _ in _pairs(solutions, students):
         solution = nbformat.read(str(src), as_version=4)
         if any(c.cell_type == "code" and c.outputs for c in solution.cells):
             problems.append(f"{src} carries outputs (clear them before committing)")
-        want = _dump(student_version(solution, src.stem))
-        if not dst.is_file():
-            problems.append(f"{dst} is missing (run `labtools notebooks build`)")
-        elif dst.read_text() != want:
-            problems.append(f"{dst} differs from its solution (run `labtools notebooks build`)")
+    with tempfile.TemporaryDirectory(prefix="labtools-release-") as tmp:
+        for made in generate(solutions, Path(tmp)):
+            dst = students / made.name
+            if not dst.is_file():
+                problems.append(f"{dst} is missing (run `labtools notebooks build`)")
+            elif dst.read_bytes() != made.read_bytes():
+                problems.append(f"{dst} differs from its solution (run `labtools notebooks build`)")
     extra = {p.name for p in students.glob("*.ipynb")} - {p.name for p in solutions.glob("*.ipynb")}
     problems += [f"{students / name} has no solution" for name in sorted(extra)]
     return problems

@@ -44,6 +44,7 @@ class RttSummary:
     p90_ms: Optional[float] = None
     p99_ms: Optional[float] = None
     p999_ms: Optional[float] = None
+    max_after_first_ms: Optional[float] = None  #: the largest RTT after the first reply
     complete: bool = True
     kind: str = "rtt"
 
@@ -142,7 +143,16 @@ def _rtt(parsed: "Parsed") -> RttSummary:
         loss_pct=_num(s.get("loss_pct")), min_ms=_num(s.get("min_ms")),
         avg_ms=_num(s.get("avg_ms")), max_ms=_num(s.get("max_ms")),
         mdev_ms=_num(s.get("mdev_ms")), p50_ms=p["p50_ms"], p90_ms=p["p90_ms"],
-        p99_ms=p["p99_ms"], p999_ms=p["p999_ms"], complete=bool(s.get("complete", True)))
+        p99_ms=p["p99_ms"], p999_ms=p["p999_ms"],
+        max_after_first_ms=_max_after_first(parsed.table),
+        complete=bool(s.get("complete", True)))
+
+
+def _max_after_first(table: "pd.DataFrame") -> Optional[float]:
+    """The largest RTT (ms) after the first reply (which also waits for address resolution)."""
+    if "rtt_ms" not in table.columns or len(table) < 2:
+        return None
+    return _num(table["rtt_ms"].iloc[1:].max())
 
 
 def steady_receiver_mbps(table: "pd.DataFrame", warmup_s: float) -> Optional[float]:

@@ -9,7 +9,7 @@ seq             int     ``icmp_seq`` of the reply
 ttl             int     IP time-to-live of the reply
 rtt_ms          float   round-trip time, ms
 bytes           int     size of the ICMP reply (payload + 8-byte header), bytes
-timestamp_s     float   Unix time the reply arrived, s (``ping -D``); NaN without ``-D``
+received_at     time    when the reply arrived, UTC (``ping -D``); NaT without ``-D``
 duplicate       bool    ping marked the reply ``(DUP!)``
 ==============  ======  ===========================================================
 
@@ -45,7 +45,7 @@ from labtools.errors import ParseError
 from labtools.tools.parsers.base import Parsed
 
 TOOL = "ping"
-COLUMNS = ["seq", "ttl", "rtt_ms", "bytes", "timestamp_s", "duplicate"]
+COLUMNS = ["seq", "ttl", "rtt_ms", "bytes", "received_at", "duplicate"]
 
 _HEADER = re.compile(r"^PING\s+(?P<dest>\S+)\s+\((?P<addr>[^)]+)\)")
 _REPLY = re.compile(
@@ -80,7 +80,7 @@ def _rows_and_errors(lines: List[str]) -> tuple[List[Dict[str, Any]], List[str]]
                     "ttl": int(m["ttl"]),
                     "rtt_ms": float(m["rtt"]),
                     "bytes": int(m["bytes"]),
-                    "timestamp_s": float(m["ts"]) if m["ts"] else float("nan"),
+                    "received_at": float(m["ts"]) if m["ts"] else float("nan"),
                     "duplicate": m["dup"] is not None,
                 }
             )
@@ -157,6 +157,9 @@ def parse(text: str) -> Parsed:
     table = pd.DataFrame(rows, columns=COLUMNS)
     table = table.astype(
         {"seq": "int64", "ttl": "int64", "rtt_ms": "float64", "bytes": "int64",
-         "timestamp_s": "float64", "duplicate": "bool"}
+         "duplicate": "bool"}
     )
+    # ping -D prints Unix seconds; a time column reads as a time, not as 1.795339e+09
+    table["received_at"] = pd.to_datetime(table["received_at"].astype("float64"), unit="s",
+                                          utc=True)
     return Parsed(tool=TOOL, table=table, summary=summary, raw=text)

@@ -1,0 +1,163 @@
+"""Can this machine run the lab, and how to fix what is missing (``labtools doctor``).
+
+One :class:`Check` per item (root, Mininet, the tools, Open vSwitch, netem, KVM, the VM
+runner), each with what was found and how to fix it. The slow KVM probe is cached.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Tuple
+
+from labtools.system import capabilities as caps
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the doctor's report.
+
+    Attributes:
+        name: what was checked (``root``, ``iperf3``, ``netem in this kernel``...).
+        ok: whether it passed.
+        detail: what was found (version, path, reason).
+        fix: how to fix a failing check (empty when it passed).
+        required: whether the kit needs it (netem and the VM runner: one of the two).
+    """
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str
+    required: bool = True
+
+
+#: check name -> (tool, fix when missing) for the plain tools
+TOOL_CHECKS: Dict[str, Tuple[str, str]] = {
+    "iperf": ("iperf", "apt-get install iperf (or bash scripts/setup.sh)"),
+    "iperf3": ("iperf3", "apt-get install iperf3 (or bash scripts/setup.sh)"),
+    "ping": ("ping", "apt-get install iputils-ping (or bash scripts/setup.sh)"),
+    "bridge utilities": ("brctl", "apt-get install bridge-utils (or bash scripts/setup.sh)"),
+}
+
+
+def _tool_check(name: str) -> Check:
+    tool, fix = TOOL_CHECKS[name]
+    info = caps.tool_info(tool)
+    if info.path is None:
+        return Check(name, False, f"'{tool}' not found on PATH", fix)
+    return Check(name, True, f"{info.version or 'unknown version'} ({info.path})", "")
+
+
+def _root_check() -> Check:
+    if caps.is_root():
+        return Check("root", True, "running as root", "")
+    return Check("root", False, "not running as root",
+                 "run as root (e.g. sudo labtools ...): network namespaces and tc need it")
+
+
+def _mininet_check() -> Check:
+    ok, detail = caps.mininet_available()
+    if ok:
+        version = caps.tool_info("mn").version
+        return Check("Mininet", True, f"{version or 'unknown version'}, {detail}", "")
+    return Check("Mininet", False, detail,
+                 "apt-get install mininet and use a venv with --system-site-packages "
+                 "(bash scripts/setup.sh does both; avoid the PyPI 'mininet')")
+
+
+def _ovs_check() -> Check:
+    info = caps.tool_info("ovs-vsctl")
+    fix = ("optional: the kit uses Linux bridges; for OVS switches run in the VM runner "
+           "(labtools vm -- CMD) or load the openvswitch module")
+    if info.path is None:
+        return Check("Open vSwitch", False, "'ovs-vsctl' not found",
+                     "optional: apt-get install openvswitch-switch", required=False)
+    if not caps.kernel_has_module("openvswitch"):
+        return Check("Open vSwitch", False, f"tools {info.version}, but this kernel has no "
+                     "openvswitch module", fix, required=False)
+    return Check("Open vSwitch", True, f"{info.version}, kernel module present", "",
+                 required=False)
+
+
+def _netem_check() -> Check:
+    ok, detail = caps.kernel_has_netem()
+    fix = ("" if ok else "use the VM runner (labtools vm -- CMD); make test and make lab "
+           "use it on their own")
+    return Check("netem in this kernel", ok, detail, fix, required=False)
+
+
+def _kvm_check(recheck: bool) -> Check:
+    from labtools.system.vm import in_vm
+
+    if in_vm():
+        return Check("KVM", True, "not needed inside the VM runner's guest", "", required=False)
+    ok, detail = caps.kvm_usable(recheck=recheck, progress=sys.stderr)
+    fix = ("" if ok else "optional: the VM runner falls back to software emulation (boot "
+           "about 30 s); enable (nested) virtualisation and access to /dev/kvm to speed it up")
+    return Check("KVM", ok, detail, fix, required=False)
+
+
+def _vm_runner_check() -> Check:
+    from labtools.system.vm import in_vm
+
+    if in_vm():
+        return Check("VM runner", True, "running inside the VM runner's guest", "",
+                     required=False)
+    missing = caps.vm_runner_missing()
+    if missing:
+        return Check("VM runner", False, "missing " + ", ".join(w for w, _ in missing),
+                     "; ".join(f for _, f in missing), required=False)
+    kernel = caps.find_vm_kernel()
+    return Check("VM runner", True, f"vng {caps.tool_info('vng').version}, kernel {kernel}",
+                 "", required=False)
+
+
+#: the checks in report order (name -> function(recheck) -> Check)
+CHECKS: Dict[str, Callable[[bool], Check]] = {
+    "root": lambda recheck: _root_check(),
+    "Mininet": lambda recheck: _mininet_check(),
+    "iperf": lambda recheck: _tool_check("iperf"),
+    "iperf3": lambda recheck: _tool_check("iperf3"),
+    "ping": lambda recheck: _tool_check("ping"),
+    "bridge utilities": lambda recheck: _tool_check("bridge utilities"),
+    "Open vSwitch": lambda recheck: _ovs_check(),
+    "netem in this kernel": lambda recheck: _netem_check(),
+    "KVM": _kvm_check,
+    "VM runner": lambda recheck: _vm_runner_check(),
+}
+
+
+def collect_checks(recheck: bool = False) -> List[Check]:
+    """Run every check (the KVM probe again when ``recheck``)."""
+    return [fn(recheck) for fn in CHECKS.values()]
+
+
+def kit_can_work(checks: List[Check]) -> bool:
+    """Every required check passed, and netem works natively or the VM runner is ready."""
+    by_name = {c.name: c for c in checks}
+    required_ok = all(c.ok for c in checks if c.required)
+    return required_ok and (by_name["netem in this kernel"].ok or by_name["VM runner"].ok)
+
+
+def format_line(check: Check) -> str:
+    """``ok   name: detail`` or ``FAIL name: detail — fix: ...``."""
+    if check.ok:
+        return f"ok   {check.name}: {check.detail}"
+    return f"FAIL {check.name}: {check.detail} — fix: {check.fix}"
+
+
+def verdict(checks: List[Check]) -> str:
+    """One sentence: natively, through the VM runner, or not at all."""
+    by_name = {c.name: c for c in checks}
+    if not kit_can_work(checks):
+        return "the kit cannot run real networks here yet: fix the required FAIL lines above"
+    if by_name["netem in this kernel"].ok:
+        return "the kit runs real networks natively on this machine"
+    return ("the kit runs real networks through the VM runner (labtools vm -- CMD); "
+            "make test and make lab use it on their own")
+
+
+def checks_as_dicts(checks: List[Check]) -> List[Dict[str, object]]:
+    """The JSON form: a list of ``{name, ok, detail, fix}``."""
+    return [{"name": c.name, "ok": c.ok, "detail": c.detail, "fix": c.fix} for c in checks]
