@@ -26,29 +26,47 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 # --- Debian / Ubuntu packages -----------------------------------------------------------
-packages=(
-    python3 python3-venv python3-pip python3-dev
-    mininet iperf iperf3 iputils-ping bridge-utils iproute2 procps psmisc
-    openvswitch-switch openvswitch-testcontroller
-    qemu-system-x86 busybox-static kmod
-)
-arch=$(dpkg --print-architecture)
-# A stock distribution kernel for the VM runner (hosts without netem boot it).
-case "$arch" in
-    amd64) packages+=(linux-image-amd64) ;;
-    arm64) packages+=(linux-image-arm64 qemu-system-arm) ;;
-esac
-
-missing=()
-for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed' || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
+# install_missing PACKAGE...: apt-get install what is not installed yet (quietly)
+updated=no
+install_missing() {
+    local missing=() p
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed' || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
     say "installing ${#missing[@]} package(s): ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
+    if [ "$updated" = no ]; then apt-get update -qq; updated=yes; fi
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+. /etc/os-release
+case " ${ID:-} ${ID_LIKE:-} " in
+    *" debian "*|*" ubuntu "*) ;;
+    *) echo "[setup] ${PRETTY_NAME:-this system} is not Debian or Ubuntu: install the packages" \
+            "by hand (see README, Setting up)" >&2; exit 1 ;;
+esac
+installed_before=$(dpkg-query -W -f='${Package}\n' 2>/dev/null | wc -l)
+install_missing python3 python3-venv python3-pip python3-dev \
+    mininet iperf iperf3 iputils-ping bridge-utils iproute2 procps psmisc util-linux kmod \
+    openvswitch-switch openvswitch-testcontroller
+
+# The VM runner, only where this kernel cannot emulate delay (no sch_netem): QEMU and a
+# stock kernel of the distribution (Debian: linux-image-ARCH; Ubuntu: linux-image-generic).
+modprobe -q sch_netem 2>/dev/null || true
+if unshare --net -- tc qdisc add dev lo root netem delay 1ms 2>/dev/null; then
+    say "this kernel emulates delay (netem): no VM runner needed"
 else
+    arch=$(dpkg --print-architecture)
+    kernel=linux-image-$arch
+    [ "${ID:-}" = ubuntu ] && kernel=linux-image-generic
+    case "$arch" in
+        amd64) install_missing qemu-system-x86 busybox-static "$kernel" ;;
+        arm64) install_missing qemu-system-arm busybox-static "$kernel" ;;
+        *) say "no VM runner for $arch: use a kernel with netem" ;;
+    esac
+fi
+if [ "$(dpkg-query -W -f='${Package}\n' 2>/dev/null | wc -l)" = "$installed_before" ]; then
     say "system packages: all present"
 fi
 

@@ -249,7 +249,21 @@ def test_question_ids():
         with pytest.raises(InputError):
             parse_question_id(bad)
     assert set(QUESTIONS) == {"rtt_ms", "bottleneck_mbps", "tcp_goodput_ceiling_mbps",
-                              "bdp_bytes", "fair_share_mbps"}
+                              "bdp_bytes", "max_rtt_ms", "fair_share_mbps"}
+
+
+@pytest.mark.parametrize("answer, mistake", [
+    (60, "no_queue"), (60 + 60.661 / 8, "bytes"), (30 + 60.661, "one_way"),
+    (60 + 2 * 60.661, "both_directions")])
+def test_the_worst_rtt_and_its_usual_mistakes(topo, answer, mistake):
+    from labtools.judge.exercises import check
+    from labtools.model import expect
+
+    want = expect.expect_pair(topo, "h1", "h4").max_rtt_ms
+    assert check("max_rtt_ms", want, topo, src="h1", dst="h4").correct
+    feedback = check("max_rtt_ms", answer, topo, src="h1", dst="h4")
+    assert not feedback.correct and feedback.mistake == mistake
+    assert f"{want:.1f}" not in feedback.message  # the explanation, never the number
 
 
 def test_grade(topo):

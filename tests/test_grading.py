@@ -93,15 +93,21 @@ def _autograde(course: Path, student: str) -> Dict[str, float]:
             "notebooks": scores}
 
 
+@pytest.fixture(scope="module")
+def full(course) -> Dict:
+    """student1's complete submission, autograded once for the tests below."""
+    _submit(course, "student1")
+    return _autograde(course, "student1")
+
+
 def test_the_release_is_exactly_the_kits_student_notebooks(course):
     for name in NAMES:
         released = (course / "release" / ASSIGNMENT / name).read_bytes()
         assert released == (ROOT / "notebooks" / name).read_bytes(), name
 
 
-def test_a_completed_submission_gets_full_marks_from_its_recorded_measurements(course):
-    _submit(course, "student1")
-    result = _autograde(course, "student1")
+def test_a_completed_submission_gets_full_marks_from_its_recorded_measurements(full):
+    result = full
     manual = sum(c["points"] for name in NAMES for c in _grade_cells(name).values()
                  if not c["code"])
     assert result["max"] == sum(_auto_points(n, True) + _auto_points(n, False)
@@ -116,14 +122,13 @@ def test_a_completed_submission_gets_full_marks_from_its_recorded_measurements(c
         assert "grading: no network started; replaying" in text, (name, text)
 
 
-def test_a_wrong_answer_loses_exactly_its_cells_points_and_gets_its_explanation(course):
+def test_a_wrong_answer_loses_exactly_its_cells_points_and_gets_its_explanation(course, full):
     """Reference-topology answers typed by hand are wrong for the student's variant
     (student1): the compute-it-first check of lab 0 loses its points and explains why,
     without giving the expected number away."""
     edit = {"00-getting-started.ipynb": {"compute-answers": {
         "rtt_h1_h4_ms = 2 * (L1.delay_ms + L2.delay_ms)": "rtt_h1_h4_ms = L1.delay_ms + L2.delay_ms"}}}
     _submit(course, "student2", edit=edit)
-    full = _autograde(course, "student1")
     wrong = _autograde(course, "student2")
     lost = _grade_cells("00-getting-started.ipynb")["compute-check"]["points"]
     assert wrong["score"] == full["score"] - lost, (wrong, full)
@@ -135,9 +140,8 @@ def test_a_wrong_answer_loses_exactly_its_cells_points_and_gets_its_explanation(
     assert "expected</th>" not in html  # the table of answers has no expected column
 
 
-def test_a_missing_results_file_loses_exactly_the_measured_checks(course):
+def test_a_missing_results_file_loses_exactly_the_measured_checks(course, full):
     _submit(course, "student3", results=False)
-    full = _autograde(course, "student1")
     missing = _autograde(course, "student3")
     measured = sum(_auto_points(n, True) for n in NAMES)
     assert missing["score"] == full["score"] - measured, (missing, full, measured)

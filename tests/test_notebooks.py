@@ -35,6 +35,7 @@ NAMES = [
     "03-path-latency-throughput.ipynb",
     "04-multiplexing.ipynb",
     "05-parallel-connections.ipynb",
+    "06-measurement-pitfalls.ipynb",
 ]
 NBGRADER_KEYS = {"grade", "grade_id", "locked", "schema_version", "solution", "task"}
 #: a cell that measures or drives the network (a call on probes or on the lab session)

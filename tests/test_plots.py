@@ -28,7 +28,7 @@ from labtools.judge.verdicts import flag_rtt_outliers  # noqa: E402
 from labtools.model import expect  # noqa: E402
 from labtools.model.fairness import Flow  # noqa: E402
 from labtools.model.topology import ROUTER, Link, Node, Topology  # noqa: E402
-from labtools.teach import plots, topology_plot  # noqa: E402
+from labtools.teach import pitfall_plots, plots, topology_plot  # noqa: E402
 from labtools.tools.parsers import parse  # noqa: E402
 from tests.conftest import FIXTURES  # noqa: E402
 
@@ -299,7 +299,7 @@ def test_latency_percentiles_on_a_log_axis(capture_topo):
     normal = parsed("ping", "ping", "normal.txt").table
     lossy = parsed("ping", "ping", "partial_loss.txt").table
     e = expect.expect_pair(capture_topo, "cli", "srv")
-    ax = plots.plot_latency_percentiles({"idle": normal, "overloaded": lossy},
+    ax = pitfall_plots.plot_latency_percentiles({"idle": normal, "overloaded": lossy},
                                         expected_ms=e.rtt_ms, max_ms=e.max_rtt_ms)
     lines = lines_by_label(ax)
     idle = lines[f"idle ({len(normal)} samples)"]
@@ -308,3 +308,28 @@ def test_latency_percentiles_on_a_log_axis(capture_topo):
     assert ax.get_xscale() == "log"
     assert [t.get_text() for t in ax.get_xticklabels()] == ["0%", "50%", "90%", "99%", "99.9%"]
     assert any(lb.startswith("worst the links produce") for lb in lines)
+
+
+def test_window_sweep_marks_window_over_rtt_and_the_bdp(capture_topo):
+    ceiling = expect.tcp_goodput_ceiling_mbps(20)
+    windows = [8_000, 16_000, 32_000]
+    rates = [parsed("iperf3", "iperf3", n).summary["receiver_mbps"]
+             for n in ("tcp_p1.json", "tcp_omit.json", "tcp_p3.json")]
+    ax = pitfall_plots.plot_window_sweep(windows, rates, rtt_ms=40.0, ceiling_mbps=ceiling)
+    lines = lines_by_label(ax)
+    allowed = lines["window / RTT (40 ms)"]
+    x, y = allowed.get_xdata()[0], allowed.get_ydata()[0]
+    assert y == pytest.approx(x * 8 / 0.040 / 1e6)
+    assert list(lines["measured goodput (receiver)"].get_ydata()) == pytest.approx(rates)
+    bdp = [lb for lb in lines if lb.startswith("window = BDP")]
+    assert bdp and lines[bdp[0]].get_xdata()[0] == pytest.approx(ceiling * 1e6 * 0.040 / 8)
+    with pytest.raises(InputError):
+        pitfall_plots.plot_window_sweep([1], [], 40.0, ceiling)
+
+
+def test_flow_rates_one_line_per_flow(capture_topo):
+    flows = [Flow("cli", "srv", 1)]
+    result = judge_flows(capture_topo, flows, [parsed("iperf3", "iperf3", "tcp_server_output.json")],
+                         JudgeContext())
+    ax = pitfall_plots.plot_flow_rates(result.measurements)
+    assert list(lines_by_label(ax)) == ["cli → srv"]

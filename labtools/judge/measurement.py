@@ -177,11 +177,17 @@ def judge_summary(summary: Summary, expected: Optional[PairExpectation],
     if not isinstance(summary, RateSummary):
         raise InputError(f"cannot judge a summary of kind {type(summary).__name__}")
     ceiling = expected.tcp_limit_mbps  # the goodput ceiling, or less where loss caps TCP
+    if ceiling is None:  # no link limits the path: the machine does
+        return [verdicts.machine_rate_verdict(summary.steady_mbps, machine)]
     limit = window_limit_mbps(context.window_bytes, expected.rtt_ms)
     if limit is not None and (ceiling is None or limit < ceiling):
         return [verdicts.window_verdict(summary.steady_mbps, limit, machine)]
     rows = [verdicts.rate_verdict(summary.steady_mbps, ceiling, load_mbps=context.load_mbps,
                                   machine=machine)]
+    if summary.reverse_receiver_mbps is not None and topo is not None:  # --bidir
+        back = expect_pair(topo, expected.dst, expected.src).tcp_limit_mbps
+        rows.append(verdicts.rate_verdict(summary.reverse_receiver_mbps, back,
+                                          metric="reverse receiver_rate", machine=machine))
     guard = verdicts.sender_guard(summary.sender_mbps, ceiling)
     if guard is not None:
         rows.append(guard)

@@ -189,6 +189,26 @@ def _low_rate(metric: str, measured: float, expected: float, load: float,
                    f"only {ratio:.0%} of {expected:.2f} Mbit/s: {why}")
 
 
+def machine_rate_verdict(measured_mbps: Optional[float],
+                         machine: Optional[MachineProfile]) -> Verdict:
+    """A transfer on a path no link limits: the CPU sets its rate, so it is compared with
+    what this machine forwarded when it was calibrated (more is fine: fewer hops)."""
+    metric = "receiver_rate"
+    if measured_mbps is None:
+        return Verdict(metric, None, None, "Mbit/s", INVALID, "no receiver rate reported")
+    if machine is None:
+        return Verdict(metric, None, measured_mbps, "Mbit/s", OK, "path is not rate-limited")
+    expected = machine.forward_mbps
+    if measured_mbps >= policy.RATE_OK_LOW * expected:
+        return Verdict(metric, expected, measured_mbps, "Mbit/s", OK,
+                       f"no link limits this path; this machine forwarded {expected:.0f} "
+                       "Mbit/s when calibrated, and still does")
+    return Verdict(metric, expected, measured_mbps, "Mbit/s", SUSPICIOUS,
+                   f"only {measured_mbps / expected:.0%} of the {expected:.0f} Mbit/s this "
+                   "machine forwarded when calibrated: its CPU is busy with something else, "
+                   "and the emulated network slows down with it")
+
+
 def window_verdict(measured_mbps: Optional[float], limit_mbps: float,
                    machine: Optional[MachineProfile] = None) -> Verdict:
     """A transfer held by its window: about window / RTT (``limit_mbps``), and at most

@@ -1,18 +1,29 @@
 """The one module that imports Mininet (lazily, inside functions).
 
-It turns a :class:`~labtools.model.topology.Topology` into a Mininet ``Topo`` (used by
-``mn --custom`` and by :class:`LabNetwork`): hosts and routers get the addresses and static
-routes computed by ``labtools.model.routing``, routers forward, shaped links become ``TCLink``
-with the parameters of :func:`labtools.model.topology.mininet_link_params`, and switches are
-Linux bridges (no controller needed) unless Open vSwitch is asked for.
+It turns a :class:`~labtools.model.topology.Topology` into a Mininet ``Topo`` (what
+``mn --custom`` gets): hosts and routers get the addresses and static routes computed by
+``labtools.model.routing``, routers forward, shaped links become ``TCLink`` with the
+parameters of :func:`labtools.model.topology.mininet_link_params`, and switches are Linux
+bridges (no controller needed) unless Open vSwitch is asked for.
+
+:class:`MininetBackend` runs a lab's network. Its hosts and routers are Mininet hosts
+(``mnexec`` shells, each in its own network namespace); with Linux bridges it builds the
+links from the batched plan of :mod:`labtools.lab.netplan` (the same veths, addresses,
+routes and TCLink shaping, in a few commands instead of hundreds); with Open vSwitch it
+lets Mininet build everything.
 """
 
 from __future__ import annotations
 
+import shlex
+import subprocess
+import sys
+import tempfile
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from labtools.errors import InputError
+from labtools.errors import EnvironmentProblem, InputError
 from labtools.model.routing import Routing, compute_routing
 from labtools.model.topology import ROUTER, SWITCH, Topology, mininet_link_params
 
@@ -119,7 +130,9 @@ class MininetBackend:
     def __init__(self, topo: Topology, switch: str = "lxbr", calibration: bool = False) -> None:
         self.topo = topo
         self.switch = switch
-        self._net: Any = None
+        self._net: Any = None  # Mininet builds it (Open vSwitch)
+        self._hosts: Dict[str, Any] = {}  # or the kit builds it from its plan (Linux bridges)
+        self._bridges: List[str] = []
         self.calibration_topo: Optional[Topology] = None
         if calibration:
             from labtools.lab.calibration import calibration_topology
@@ -133,35 +146,122 @@ class MininetBackend:
 
     def start(self) -> None:
         """Build and start the network (links shaped, routes installed, bridges up)."""
+        import_mininet()
         from mininet.log import setLogLevel
-        from mininet.net import Mininet
 
         setLogLevel("error")
-        extra = (self.calibration_topo,) if self.calibration_topo else ()
-        self._net = Mininet(topo=to_mininet_topo(self.topo, self.switch, extra),
-                            controller=None, autoSetMacs=True, waitConnected=False, build=False)
         try:
-            self._net.build()
-            self._net.start()
+            if self.switch == "lxbr":
+                self._start_batched()
+            else:
+                self._start_mininet()
         except BaseException:
             self.stop()
             raise
 
+    def _parts(self) -> Tuple[Topology, ...]:
+        return (self.topo, self.calibration_topo) if self.calibration_topo else (self.topo,)
+
+    def _start_mininet(self) -> None:
+        from mininet.net import Mininet
+
+        topo = to_mininet_topo(self.topo, self.switch, self._parts()[1:])
+        self._net = Mininet(topo=topo, controller=None, autoSetMacs=True,
+                            waitConnected=False, build=False)
+        self._net.build()
+        self._net.start()
+
+    def _start_batched(self) -> None:
+        from labtools.lab.netplan import gro_off_command, plan_network
+
+        plan = plan_network(self._parts())
+        self._bridges = list(plan.bridges) + list(plan.root_veths)  # removed at stop
+        for name in plan.nodes:  # a shell in a namespace for each
+            self._hosts[name] = _shell_node(name)
+        pids = {name: host.pid for name, host in self._hosts.items()}
+        _run_batch("ip", [line.format(pid=pids) for line in plan.root_ip])
+        with tempfile.TemporaryDirectory(prefix="labtools-net-") as scripts:
+            for name, node in plan.nodes.items():  # all nodes configure themselves at once
+                path = Path(scripts, f"{name}.sh")
+                path.write_text(node.script())
+                self._hosts[name].sendCmd(f"sh {shlex.quote(str(path))} 2>&1")
+            failed = [(name, out.strip()) for name, out in
+                      ((name, self._hosts[name].waitOutput()) for name in plan.nodes)
+                      if out.strip()]
+        if failed:
+            name, out = failed[0]
+            raise EnvironmentProblem(f"configuring {name} failed: {out.splitlines()[-1]}")
+        if plan.root_gro_off:
+            _run(["sh", "-c", "\n".join(gro_off_command(dev) for dev in plan.root_gro_off)])
+        if plan.root_tc:
+            _run_batch("tc", plan.root_tc)
+
+    def _node(self, host: str) -> Any:
+        if self._net is not None:
+            return self._net.get(host)
+        if host not in self._hosts:
+            raise EnvironmentProblem("the lab network is not running")
+        return self._hosts[host]
+
     def popen(self, host: str, argv: List[str]) -> Any:
         """Start ``argv`` on ``host``; a ``subprocess.Popen`` with text stdout (stderr
         merged). ``mnexec -d`` makes it the leader of its own process group."""
-        import subprocess
-
-        node = self._net.get(host)
-        return node.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          stdin=subprocess.DEVNULL, text=True)
+        return self._node(host).popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      stdin=subprocess.DEVNULL, text=True)
 
     def pid(self, host: str) -> int:
         """PID of the shell that holds ``host``'s network namespace."""
-        return int(self._net.get(host).pid)
+        return int(self._node(host).pid)
 
     def stop(self) -> None:
         """Stop the network and remove its interfaces, bridges and qdiscs (idempotent)."""
         net, self._net = self._net, None
         if net is not None:
             net.stop()
+        hosts, self._hosts = self._hosts, {}
+        for host in hosts.values():  # the namespaces, and the veths in them, go with them
+            host.terminate()
+        bridges, self._bridges = self._bridges, []
+        if bridges:  # the bridges, and the veths between two of them
+            _run_batch("ip", [f"link del {name}" for name in bridges], check=False)
+
+
+def import_mininet() -> None:
+    """Import Mininet, keeping setuptools out of it: Mininet imports ``distutils`` for one
+    version comparison, and where setuptools stands in for it (its ``distutils`` shim)
+    that import costs seconds under software emulation. The standard library's own
+    ``distutils`` (Python < 3.12) is used instead when there is one."""
+    if "mininet.net" in sys.modules:
+        return
+    shims = [f for f in sys.meta_path if type(f).__name__ == "DistutilsMetaFinder"]
+    if sys.version_info >= (3, 12) or not shims:
+        import mininet.net  # noqa: F401
+        return
+    for finder in shims:
+        sys.meta_path.remove(finder)
+    try:
+        import mininet.net  # noqa: F401
+    finally:
+        sys.meta_path[:0] = shims
+
+
+def _shell_node(name: str) -> Any:
+    """A Mininet host: a shell in a new network namespace (``mnexec``)."""
+    from mininet.node import Host
+
+    return Host(name)
+
+
+def _run(argv: List[str], stdin: str = "", check: bool = True) -> str:
+    proc = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=120,
+                          check=False)
+    if check and proc.returncode != 0:
+        out = (proc.stderr or proc.stdout).strip().splitlines()
+        raise EnvironmentProblem(f"{argv[0]} failed: {out[-1] if out else proc.returncode}")
+    return proc.stdout
+
+
+def _run_batch(tool: str, lines: Sequence[str], check: bool = True) -> None:
+    """``ip -batch -`` or ``tc -batch -`` in the root namespace (``-force``: go on after an
+    error, for removals)."""
+    _run([tool, *([] if check else ["-force"]), "-batch", "-"], "\n".join(lines) + "\n", check)

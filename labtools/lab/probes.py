@@ -13,7 +13,7 @@ Durations and counts left out come from the session (``lab.durations``, see
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence
 
 from labtools.errors import LabtoolsError, ToolError
 from labtools.judge import policy
@@ -36,8 +36,10 @@ GATE_READY_S = 30.0
 
 def run_tool(lab: "LabSession", tool: str, src: str, dst: str, argv: List[str],
              timeout_s: float, context: JudgeContext, call: ProbeCall,
-             check: Optional[Callable[[Parsed], None]] = None) -> Measurement:
-    """Run ``argv`` on ``src``, parse as ``tool``, judge, save; save a failure too."""
+             check: Optional[Callable[[Parsed], None]] = None,
+             extra: Optional[Dict[str, Any]] = None) -> Measurement:
+    """Run ``argv`` on ``src``, parse as ``tool``, judge, save; save a failure too.
+    ``extra``: what else to keep with the measurement (e.g. the load it ran under)."""
     raw, started = "", utc_now()
     try:
         raw = lab.run(src, argv, timeout_s)
@@ -47,7 +49,8 @@ def run_tool(lab: "LabSession", tool: str, src: str, dst: str, argv: List[str],
     except LabtoolsError as err:
         lab.save_failure(tool, src, dst, argv, raw, err, started, call)
         raise
-    m = judge_parsed(parsed, lab.topo, src, dst, context, argv, started_at=started, call=call)
+    m = judge_parsed(parsed, lab.topo, src, dst, context, argv, started_at=started, call=call,
+                     extra=dict(extra or {}))
     lab.save(m)
     return m
 

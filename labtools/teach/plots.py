@@ -184,44 +184,6 @@ def plot_rtts(ping_table: "pd.DataFrame", expected_ms: Optional[float] = None,
     return ax
 
 
-def plot_latency_percentiles(series: Dict[str, "pd.DataFrame"], expected_ms: Optional[float] = None,
-                             max_ms: Optional[float] = None,
-                             ax: Optional["Axes"] = None) -> "Axes":
-    """HDR-style latency plot: each series' RTT (ms) against its percentile, on a
-    logarithmic "1 / (1 - p)" axis, so the tail (99 %, 99.9 %) gets as much room as the
-    median. ``series``: label -> ping table (``rtt_ms``); ``expected_ms`` (propagation) and
-    ``max_ms`` (every full queue on the way) as horizontal lines."""
-    ax = new_axes(ax)
-    top = 0.0
-    for label, table in series.items():
-        _need(table, ["rtt_ms"], "ping table")
-        values = sorted(float(v) for v in table["rtt_ms"].dropna())
-        if not values:
-            raise InputError(f"{label}: no replies to plot")
-        n = len(values)
-        xs = [1 / (1 - i / n) for i in range(n)]  # the i-th smallest is at percentile i/n
-        ax.step(xs, values, where="post", linewidth=2, label=f"{label} ({n} samples)")
-        top = max(top, values[-1])
-    for value, style, text in ((expected_ms, ":", "propagation"),
-                               (max_ms, "-.", "worst the links produce (every queue full)")):
-        if value is not None:
-            ax.axhline(value, color="black", linestyle=style, linewidth=1,
-                       label=f"{text}: {value:.1f} ms")
-            top = max(top, value)
-    ax.set_xscale("log")
-    ticks = [1, 2, 10, 100, 1000]
-    ax.set_xticks(ticks)
-    ax.set_xticklabels(["0%", "50%", "90%", "99%", "99.9%"])
-    ax.set_xlim(1, max(10.0, max(len(t) for t in series.values())))
-    ax.set_ylim(0, top * 1.15 or 1)
-    ax.set_xlabel("percentile (log scale of 1 / (1 - p))")
-    ax.set_ylabel("round-trip time (ms)")
-    ax.set_title("Latency by percentile: the tail, not the mean")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize="small", loc="upper left")
-    return ax
-
-
 def plot_expected_vs_measured(compare_df: "pd.DataFrame", ax: Optional["Axes"] = None) -> "Axes":
     """Horizontal bars of expected (grey) and measured (coloured by verdict) per row of a
     verdict table (:data:`labtools.judge.verdicts.COMPARE_COLUMNS`). With mixed units every row

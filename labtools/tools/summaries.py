@@ -67,6 +67,8 @@ class RateSummary:
     streams: Optional[int]
     retransmits: Optional[int] = None
     error: Optional[str] = None
+    reverse_receiver_mbps: Optional[float] = None  #: --bidir: the server-to-client direction
+    reverse_sender_mbps: Optional[float] = None
     kind: str = "tcp"
 
     def as_dict(self) -> Dict[str, Any]:
@@ -163,6 +165,8 @@ def steady_receiver_mbps(table: "pd.DataFrame", warmup_s: float) -> Optional[flo
     if table is None or not needed <= set(table.columns):
         return None
     rows = table[table["side"] == "receiver"]
+    if "direction" in rows.columns and rows["direction"].nunique() > 1:  # --bidir
+        rows = rows[rows["direction"] == "forward"]
     if "stream" in rows.columns and (rows["stream"] == -1).any():
         rows = rows[rows["stream"] == -1]  # iperf3's per-interval sums
     if "omitted" in rows.columns and rows["omitted"].astype(bool).any():
@@ -186,7 +190,9 @@ def _tcp(parsed: "Parsed", warmup_s: float) -> RateSummary:
         steady_mbps=steady if steady is not None else receiver, warmup_s=warmup_s,
         duration_s=_num(s.get("duration_s")),
         streams=_int(s.get("streams") or s.get("connections")),
-        retransmits=_int(s.get("retransmits")), error=s.get("error"))
+        retransmits=_int(s.get("retransmits")), error=s.get("error"),
+        reverse_receiver_mbps=_num(s.get("reverse_receiver_mbps")),
+        reverse_sender_mbps=_num(s.get("reverse_sender_mbps")))
 
 
 def _udp(parsed: "Parsed") -> UdpSummary:

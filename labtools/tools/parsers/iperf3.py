@@ -21,11 +21,15 @@ packets     float    UDP datagrams; NaN for TCP
 lost        float    UDP datagrams lost (receiver rows); NaN where absent
 jitter_ms   float    UDP jitter, ms (receiver rows); NaN where absent
 omitted     bool     interval inside the ``-O`` omit period (not in the totals)
+direction   str      ``forward`` (client to server) or ``reverse`` (server to client:
+                     ``-R``, or the second direction of ``--bidir``)
 ==========  =======  ==============================================================
 
 Summary keys (rates in Mbit/s; None where the output has no such number):
 
 - ``protocol`` (``TCP``/``UDP``), ``streams`` (int), ``reverse`` (bool, ``-R``),
+  ``bidir`` (bool, ``--bidir``; then ``reverse_sender_mbps`` and ``reverse_receiver_mbps``
+  are the server-to-client direction's totals),
   ``version`` (e.g. ``3.12``), ``duration_s``: the sender's measured duration, s.
 - ``sender_mbps``, ``sender_bytes``: ``end.sum_sent`` (UDP before 3.12: ``end.sum``).
 - ``receiver_mbps``, ``receiver_bytes``: ``end.sum_received``; trust this one, the sender
@@ -67,7 +71,7 @@ from labtools.tools.parsers.base import Parsed
 TOOL = "iperf3"
 COLUMNS = [
     "source", "side", "stream", "socket", "start_s", "end_s", "bytes", "rate_mbps",
-    "retransmits", "packets", "lost", "jitter_ms", "omitted",
+    "retransmits", "packets", "lost", "jitter_ms", "omitted", "direction",
 ]
 
 _NAN = re.compile(r"([:\[,]\s*)[-+]?(?:nan|inf(?:inity)?)\b", re.IGNORECASE)
@@ -120,6 +124,8 @@ def _row(source: str, side_default: str, idx: int, item: Dict[str, Any]) -> Dict
         "lost": _num(item.get("lost_packets")),
         "jitter_ms": _num(item.get("jitter_ms")),
         "omitted": bool(item.get("omitted", False)),
+        # data the client sends is forward; what it receives (-R, --bidir) reverse
+        "direction": "forward" if (source == "client") == (side == "sender") else "reverse",
     }
 
 
@@ -138,8 +144,9 @@ def _interval_rows(intervals: List[Any], source: str,
         seen.append(interval)
         for idx, stream in enumerate(interval.get("streams", []), start=1):
             rows.append(_row(source, side_default, idx, stream))
-        if isinstance(interval.get("sum"), dict):
-            rows.append(_row(source, side_default, -1, interval["sum"]))
+        for key in ("sum", "sum_bidir_reverse"):
+            if isinstance(interval.get(key), dict):
+                rows.append(_row(source, side_default, -1, interval[key]))
     return rows, dropped
 
 
@@ -242,6 +249,11 @@ def parse(text: str) -> Parsed:
         "version": version,
     }
     summary.update(_totals(end, protocol == "UDP", interrupted=error is not None))
+    bidir = bool(test.get("bidir", 0))
+    summary.update(bidir=bidir,
+                   reverse_sender_mbps=_mbps(end.get("sum_sent_bidir_reverse")) if bidir else None,
+                   reverse_receiver_mbps=(_mbps(end.get("sum_received_bidir_reverse"))
+                                          if bidir else None))
     has_server_json = isinstance(doc.get("server_output_json"), dict)
     summary.update(
         error=error,

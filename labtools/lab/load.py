@@ -1,0 +1,94 @@
+"""Measuring while something else loads the network or the machine (notebook 06).
+
+:func:`ping_under_load` pings one pair while an iperf3 transfer fills the queues on the
+way (bufferbloat); :func:`cpu_hog` keeps this machine's CPUs busy for the length of a
+``with`` block, to show how the emulator's own limits distort a measurement. Both leave
+nothing behind: the transfer and the busy processes are stopped when the block ends,
+whatever happens.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator, List, Optional
+
+from labtools.errors import InputError
+from labtools.judge.measurement import Measurement, ProbeCall, judge_parsed
+from labtools.lab.processes import TIMEOUT_MARGIN_S, terminate, wait_output
+from labtools.results.records import utc_now
+from labtools.tools import args as toolargs
+from labtools.tools.parsers import parse
+
+if TYPE_CHECKING:  # pragma: no cover
+    from labtools.lab.session import LabSession
+
+#: seconds the load runs before the pings start (the queue fills) and after they end
+LOAD_LEAD_S = 2.0
+LOAD_PORT = 5290
+#: a busy loop, one per CPU: what :func:`cpu_hog` runs
+HOG = [sys.executable, "-c", "while True:\n    pass"]
+
+
+def ping_under_load(lab: "LabSession", src: str, dst: str, load_src: str, load_dst: str,
+                    count: Optional[int] = None, interval_s: Optional[float] = None) -> Measurement:
+    """Ping ``src`` -> ``dst`` while an iperf3 transfer ``load_src`` -> ``load_dst`` runs
+    (it starts :data:`LOAD_LEAD_S` before the pings); the ping is judged and saved with the
+    load named in ``extra``, and the transfer is saved too."""
+    from labtools.lab import probes
+
+    call = ProbeCall("ping_under_load", {"src": src, "dst": dst, "load_src": load_src,
+                                         "load_dst": load_dst})
+    count = lab.durations.ping_count if count is None else count
+    interval_s = lab.durations.ping_interval_s if interval_s is None else interval_s
+    seconds = count * interval_s + 2 * LOAD_LEAD_S
+    load_argv = toolargs.iperf3_client_args(lab.ip_towards(load_src, load_dst),
+                                            duration_s=max(1.0, round(seconds, 1)),
+                                            port=LOAD_PORT)
+
+    ping_argv = toolargs.ping_args(lab.ip_towards(src, dst), count, interval_s)
+    load = f"iperf3 {load_src} -> {load_dst}"
+
+    def measure() -> Measurement:
+        with lab.server(load_dst, toolargs.iperf3_server_args(LOAD_PORT), LOAD_PORT):
+            started = utc_now()
+            proc = lab.start_process(load_src, load_argv)
+            try:
+                time.sleep(LOAD_LEAD_S)  # the queue fills
+                m = probes.run_tool(lab, "ping", src, dst, ping_argv,
+                                    count * interval_s + TIMEOUT_MARGIN_S, lab.context(), call,
+                                    extra={"load": load})
+                raw = wait_output(proc, load_argv, load_src, seconds + TIMEOUT_MARGIN_S)
+            finally:
+                terminate(proc)
+        lab.save(judge_parsed(parse("iperf3", raw), lab.topo, load_src, load_dst, lab.context(),
+                              load_argv, started_at=started,
+                              call=ProbeCall("load", {"src": load_src, "dst": load_dst})))
+        return m
+
+    return lab.perform(call, measure)
+
+
+@contextmanager
+def cpu_hog(lab: Any, workers: Optional[int] = None) -> Iterator[List[int]]:
+    """Busy loops on this machine (one per CPU unless ``workers`` says otherwise) for the
+    length of the block; yields their PIDs. They are stopped when the block ends. A
+    replaying lab (grading) starts none: its measurements were made already."""
+    count = workers if workers is not None else (os.cpu_count() or 1)
+    if not 1 <= count <= 64:
+        raise InputError(f"workers must be within 1..64, got {count}")
+    if getattr(lab, "replaying", False):
+        yield []
+        return
+    procs = [subprocess.Popen(HOG, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True, text=True)
+             for _ in range(count)]
+    try:
+        time.sleep(0.5)  # let them take the CPUs
+        yield [p.pid for p in procs]
+    finally:
+        for proc in procs:
+            terminate(proc, grace_s=1.0)

@@ -1,0 +1,116 @@
+"""Plots of the measurement pitfalls (notebook 06): latency percentiles, goodput against
+the TCP window, and the rate of each concurrent flow over time.
+
+Like :mod:`labtools.teach.plots`: each takes an optional ``ax`` and returns the Axes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence
+
+from labtools.errors import InputError
+from labtools.teach.plots import _need, new_axes
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+    from matplotlib.axes import Axes
+
+
+def plot_latency_percentiles(series: Dict[str, "pd.DataFrame"], expected_ms: Optional[float] = None,
+                             max_ms: Optional[float] = None,
+                             ax: Optional["Axes"] = None) -> "Axes":
+    """HDR-style latency plot: each series' RTT (ms) against its percentile, on a
+    logarithmic "1 / (1 - p)" axis, so the tail (99 %, 99.9 %) gets as much room as the
+    median. ``series``: label -> ping table (``rtt_ms``); ``expected_ms`` (propagation) and
+    ``max_ms`` (every full queue on the way) as horizontal lines."""
+    ax = new_axes(ax)
+    top = 0.0
+    for label, table in series.items():
+        _need(table, ["rtt_ms"], "ping table")
+        values = sorted(float(v) for v in table["rtt_ms"].dropna())
+        if not values:
+            raise InputError(f"{label}: no replies to plot")
+        n = len(values)
+        xs = [1 / (1 - i / n) for i in range(n)]  # the i-th smallest is at percentile i/n
+        ax.step(xs, values, where="post", linewidth=2, label=f"{label} ({n} samples)")
+        top = max(top, values[-1])
+    for value, style, text in ((expected_ms, ":", "propagation"),
+                               (max_ms, "-.", "worst the links produce (every queue full)")):
+        if value is not None:
+            ax.axhline(value, color="black", linestyle=style, linewidth=1,
+                       label=f"{text}: {value:.1f} ms")
+            top = max(top, value)
+    ax.set_xscale("log")
+    ticks = [1, 2, 10, 100, 1000]
+    ax.set_xticks(ticks)
+    ax.set_xticklabels(["0%", "50%", "90%", "99%", "99.9%"])
+    ax.set_xlim(1, max(10.0, max(len(t) for t in series.values())))
+    ax.set_ylim(0, top * 1.15 or 1)
+    ax.set_xlabel("percentile (log scale of 1 / (1 - p))")
+    ax.set_ylabel("round-trip time (ms)")
+    ax.set_title("Latency by percentile: the tail, not the mean")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize="small", loc="upper left")
+    return ax
+
+
+def plot_window_sweep(windows_bytes: Sequence[int], rates_mbps: Sequence[Optional[float]],
+                      rtt_ms: float, ceiling_mbps: Optional[float],
+                      ax: Optional["Axes"] = None) -> "Axes":
+    """Goodput (Mbit/s) against the TCP window asked for (bytes, log scale): the measured
+    points, the window / RTT line that a window allows, the path's goodput ceiling and the
+    bandwidth-delay product (where the two meet)."""
+    if len(windows_bytes) != len(rates_mbps) or not windows_bytes:
+        raise InputError("give one rate for each window")
+    ax = new_axes(ax)
+    xs = sorted(windows_bytes)
+    low, high = xs[0] / 2, xs[-1] * 2
+    grid = [low * (high / low) ** (i / 60) for i in range(61)]
+    allowed = [w * 8 / (rtt_ms / 1e3) / 1e6 for w in grid]
+    ax.plot(grid, allowed, color="grey", linestyle=":", label=f"window / RTT ({rtt_ms:g} ms)")
+    ax.plot(list(windows_bytes), [r if r is not None else float("nan") for r in rates_mbps],
+            marker="o", linestyle="-", color="tab:blue", label="measured goodput (receiver)")
+    top = max([r for r in rates_mbps if r is not None] + [0.0])
+    if ceiling_mbps is not None:
+        ax.axhline(ceiling_mbps, color="tab:green", linestyle="--",
+                   label=f"goodput ceiling {ceiling_mbps:.1f} Mbit/s")
+        bdp = ceiling_mbps * 1e6 * rtt_ms / 1e3 / 8
+        ax.axvline(bdp, color="black", linestyle="-.",
+                   label=f"window = BDP at the ceiling ({bdp / 1e3:.0f} kB)")
+        top = max(top, ceiling_mbps)
+    ax.set_xscale("log")
+    ax.set_xlim(low, high)
+    ax.set_ylim(0, top * 1.3 or 1)
+    ax.set_xlabel("TCP window asked for, iperf3 -w (bytes)")
+    ax.set_ylabel("goodput (Mbit/s)")
+    ax.set_title("A window below the bandwidth-delay product caps the rate")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize="small", loc="upper left")
+    return ax
+
+
+def plot_flow_rates(measurements: Sequence[Any], ax: Optional["Axes"] = None) -> "Axes":
+    """Each concurrent flow's receiver rate per interval (Mbit/s over s): how the flows
+    share a link over time. ``measurements``: the flows of a
+    :class:`~labtools.judge.shares.FlowsMeasurement` (iperf3 with the server's report)."""
+    ax = new_axes(ax)
+    drawn = 0
+    for m in measurements:
+        table = m.table
+        _need(table, ["side", "stream", "start_s", "end_s", "rate_mbps"], "interval table")
+        rows = table[(table["side"] == "receiver") & (table["stream"] == -1)]
+        if not len(rows):
+            continue
+        xs = list(rows["start_s"]) + [float(rows["end_s"].iloc[-1])]
+        ys = list(rows["rate_mbps"].fillna(0.0))
+        ax.step(xs, ys + ys[-1:], where="post", linewidth=1.5, label=f"{m.src} → {m.dst}")
+        drawn += 1
+    if not drawn:
+        raise InputError("no receiver intervals (iperf3 --get-server-output) to plot")
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("time since the warm-up (s)")
+    ax.set_ylabel("receiver rate (Mbit/s)")
+    ax.set_title("Concurrent flows over time")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small", ncol=2)
+    return ax

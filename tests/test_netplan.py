@@ -1,0 +1,87 @@
+"""The batched network plan: the same shaping as Mininet's TCLink (checked against
+Mininet's own command builders), and (marker ``root``) a real network built from it on
+this machine, whose kernel has veth, bridges and HTB but no netem."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from labtools.lab.netplan import plan_network, tc_lines
+from labtools.model.catalog import load_topology
+from labtools.model.topology import Link, mininet_link_params
+
+
+class _FakeIntf:
+    """Just enough of a Mininet interface for TCIntf's command builders."""
+
+    bwParamMax = 1000
+
+    def __init__(self, name):
+        self.name = name
+        self.node = type("Node", (), {"name": "r1"})()
+
+    def __str__(self):
+        return self.name
+
+
+@pytest.mark.parametrize("link", [
+    Link("r1", "r2", bw_mbps=40, delay_ms=10, queue_pkts=67),
+    Link("r1", "r2", bw_mbps=20, delay_ms=0.25, loss_pct=1.5),
+    Link("r1", "r2", delay_ms=5),
+    Link("r1", "r2", bw_mbps=7.5),
+])
+def test_the_shaping_is_mininets_tclink(link):
+    from mininet.link import TCIntf
+
+    params = mininet_link_params(link)
+    intf = _FakeIntf("r1-eth1")
+    bw_cmds, parent = TCIntf.bwCmds(intf, bw=params.get("bw"))
+    delay_cmds, _ = TCIntf.delayCmds(parent, delay=params.get("delay"), loss=params.get("loss"),
+                                     max_queue_size=params.get("max_queue_size"))
+    mininet = [" ".join((cmd % ("tc", "r1-eth1")).split()[1:]) for cmd in bw_cmds + delay_cmds]
+    ours = [" ".join(line.split()) for line in tc_lines(link, "r1-eth1")]
+    assert ours == mininet
+
+
+def test_the_plan_of_the_reference_topology(portfolio):
+    plan = plan_network([portfolio])
+    assert sorted(plan.nodes) == sorted(portfolio.hosts + portfolio.routers)
+    assert plan.bridges == ["s1", "s2"] and plan.root_veths == []
+    veths = [line for line in plan.root_ip if " type veth " in line]
+    assert len(veths) == len(portfolio.links)
+    assert "link add r1-eth1 netns {pid[r1]} type veth peer name r2-eth0 netns {pid[r2]}" in veths
+    r1 = plan.nodes["r1"]
+    assert r1.router and "route replace 10.0.4.0/24 via 10.0.1.2 dev r1-eth1" in r1.ip_lines
+    script = r1.script()
+    assert "net.ipv4.ip_forward=1" in script and "netem delay 10ms limit 67" in script
+    assert "forward" not in plan.nodes["h1"].script()
+
+
+def _ip(*args):
+    return subprocess.run(["ip", *args], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.mark.root
+def test_a_batched_network_runs_and_leaves_nothing(tmp_path):
+    """A dumbbell without delay (this kernel has no netem): real namespaces, veths, bridges
+    and HTB, built from the plan; traffic crosses it; stopping removes everything."""
+    from labtools.lab.network import MininetBackend
+    from labtools.system.cleanup import find_leftovers
+
+    before = find_leftovers().count()
+    topo = load_topology("dumbbell,pairs=2,bw_mbps=20,delay_ms=0,queue_pkts=none")
+    backend = MininetBackend(topo, "lxbr")
+    backend.start()
+    try:
+        out = backend.popen("a1", ["ping", "-c", "2", "-i", "0.2", "10.0.0.2"]).communicate()[0]
+        assert "2 received" in out, out
+        qdiscs = subprocess.run(["tc", "qdisc", "show", "dev", "s1-eth1"], capture_output=True,
+                                text=True, check=True).stdout
+        assert "qdisc htb 5: root" in qdiscs
+        assert "s1" in _ip("-br", "link", "show", "type", "bridge")
+    finally:
+        backend.stop()
+    assert find_leftovers().count() == before
+    assert "s1" not in _ip("-br", "link", "show", "type", "bridge")
