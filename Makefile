@@ -1,6 +1,6 @@
 # The lab kit's entry points. Run as root on Debian 12 / Ubuntu (the VM has root).
 VENV ?= $(or $(LABTOOLS_VENV),.venv)
-.PHONY: lab test test-notebooks unit lint demo setup students bench clean help
+.PHONY: lab test test-notebooks test-browser check-provisioning unit lint demo setup students bench clean help
 
 help:
 	@echo "make lab      start JupyterLab on http://127.0.0.1:8888 (token printed)"
@@ -8,6 +8,8 @@ help:
 	@echo "make unit     lint, types and unit tests (fast, no network)"
 	@echo "make lint     ruff and mypy only"
 	@echo "make test-notebooks  run every solution notebook on a real network (VM if needed)"
+	@echo "make test-browser    make lab's JupyterLab driven in headless Chromium"
+	@echo "make check-provisioning  the lab VM's provisioning on a fresh Debian 12 under systemd"
 	@echo "make demo     run the five test cases on the reference topology"
 	@echo "make students regenerate the student notebooks from solutions/"
 	@echo "make bench    simpleperf vs iperf3 benchmark"
@@ -26,8 +28,16 @@ test-notebooks: setup
 	LABTOOLS_QUICK=1 $(VENV)/bin/labtools vm --if-needed --env LABTOOLS_QUICK --timeout 3600 -- \
 	    $(abspath $(VENV))/bin/python -m pytest -q --durations=0 -m network tests/test_notebooks.py tests/test_widgets.py
 
+test-browser:
+	bash scripts/setup.sh --test
+	$(VENV)/bin/python -m pytest -q -s -m browser tests/test_browser.py
+
+check-provisioning:
+	bash scripts/setup.sh --test
+	bash scripts/check-provisioning.sh
+
 unit: setup lint
-	$(VENV)/bin/python -m pytest -q -m "not network and not vm"
+	$(VENV)/bin/python -m pytest -q -m "not network and not vm and not grading and not system and not browser"
 
 lint: setup
 	$(VENV)/bin/ruff check labtools tests benchmarks topologies solutions

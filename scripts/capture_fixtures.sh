@@ -15,7 +15,7 @@
 # the .meta names. Traffic stays inside the namespaces; everything is removed on exit.
 #
 #   bash scripts/capture_fixtures.sh            # all tools
-#   bash scripts/capture_fixtures.sh ping       # only one of: ping iperf3 iperf3-text iperf2
+#   bash scripts/capture_fixtures.sh ping       # only one of: ping iperf3 iperf3-text iperf3-bidir iperf2
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -224,6 +224,16 @@ capture_iperf3_text() {
     meta "$d" tcp_text iperf3 "$v" "server: iperf3 -s -1 -p $port; client: iperf3 -c $SRV_IP -p $port -t 2 -i 1 (text output, no -J)"
 }
 
+# iperf3 --bidir (3.7+): one stream each way; the server's own JSON report is included
+capture_iperf3_bidir() {
+    local d=$out/iperf3 v port=5398; mkdir -p "$d"
+    v=$(iperf3 --version 2>&1 | head -1 || true)
+    start_server iperf3 -s -1 -p $port -J
+    in_cli timeout 30 iperf3 -c $SRV_IP -p $port -J -t 3 -i 1 --bidir --get-server-output > "$d/tcp_bidir.json" 2>&1 || true
+    stop_server
+    meta "$d" tcp_bidir iperf3 "$v" "server: iperf3 -s -1 -p $port -J; client: iperf3 -c $SRV_IP -p $port -J -t 3 -i 1 --bidir --get-server-output"
+}
+
 # -------------------------------------------------------------------------- iperf2 ---
 capture_iperf2() {
     local d=$out/iperf2 v port=5411; mkdir -p "$d"
@@ -252,11 +262,12 @@ capture_iperf2() {
 
 build_net
 case $only in
-    all) capture_ping; capture_iperf3; capture_iperf3_text; capture_iperf2 ;;
+    all) capture_ping; capture_iperf3; capture_iperf3_text; capture_iperf3_bidir; capture_iperf2 ;;
     ping) capture_ping ;;
-    iperf3) capture_iperf3; capture_iperf3_text ;;
+    iperf3) capture_iperf3; capture_iperf3_text; capture_iperf3_bidir ;;
     iperf3-text) capture_iperf3_text ;;
+    iperf3-bidir) capture_iperf3_bidir ;;
     iperf2) capture_iperf2 ;;
-    *) echo "capture_fixtures: unknown part $only (ping, iperf3, iperf3-text, iperf2)" >&2; exit 2 ;;
+    *) echo "capture_fixtures: unknown part $only (ping, iperf3, iperf3-text, iperf3-bidir, iperf2)" >&2; exit 2 ;;
 esac
 echo "capture_fixtures: wrote $out/{ping,iperf3,iperf2}"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # JupyterLab as a systemd service for the lab VM (called by `setup.sh --service`).
 # Token-protected; listens on port 8888 inside the VM, which Vagrant forwards to the
-# host's 127.0.0.1 only. Idempotent: files are rewritten only when their content changes.
+# host's 127.0.0.1:$LAB_PORT only (the Vagrantfile passes LAB_PORT, 8888 by default), and
+# `labtools-lab-url` prints the host's address. Idempotent: files are rewritten only when
+# their content changes.
 set -euo pipefail
 venv=$1
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -23,6 +25,16 @@ write() {
     fi
 }
 
+host_port=${LAB_PORT:-8888}
+case "$host_port" in ''|*[!0-9]*) echo "[setup] LAB_PORT must be a port number" >&2; exit 2 ;; esac
+# the service's settings: the host's port (for the printed address) and, when asked for, a
+# rate scale for a machine too slow for the lab's rates (README, "The machine is part...")
+{
+    printf 'LAB_HOST_PORT=%s\n' "$host_port"
+    [ -n "${LABTOOLS_RATE_SCALE:-}" ] && printf 'LABTOOLS_RATE_SCALE=%s\n' "$LABTOOLS_RATE_SCALE"
+    true
+} | write /etc/labtools/lab.env 644
+
 if [ ! -s /etc/labtools/jupyter.env ]; then
     token=$("$venv/bin/python" -c 'import secrets; print(secrets.token_hex(24))')
     printf 'JUPYTER_TOKEN=%s\n' "$token" | write /etc/labtools/jupyter.env 600
@@ -36,6 +48,7 @@ After=network-online.target openvswitch-switch.service
 [Service]
 Type=simple
 EnvironmentFile=/etc/labtools/jupyter.env
+EnvironmentFile=-/etc/labtools/lab.env
 Environment=PATH=$venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 Environment=MPLCONFIGDIR=$here/.cache/matplotlib
 WorkingDirectory=$here
@@ -49,9 +62,11 @@ UNIT
 
 write /usr/local/bin/labtools-lab-url 755 <<'URL'
 #!/bin/sh
-# Prints the address of the lab with its token (run as root: sudo labtools-lab-url).
+# Prints the address of the lab with its token, as the host's browser reaches it through
+# Vagrant's forwarded port (run as root: sudo labtools-lab-url).
+. /etc/labtools/lab.env
 . /etc/labtools/jupyter.env
-echo "http://127.0.0.1:${LAB_PORT:-8888}/lab?token=$JUPYTER_TOKEN"
+echo "http://127.0.0.1:${LAB_HOST_PORT:-8888}/lab?token=$JUPYTER_TOKEN"
 URL
 
 for tool in labtools simpleperf; do

@@ -4,15 +4,20 @@
 # Used by `make test`, `make lab`, `.ci/run` and the Vagrant provisioning.
 # Idempotent: a second run checks, changes nothing and takes seconds.
 #
-#   bash scripts/setup.sh              # packages + venv + kit
-#   bash scripts/setup.sh --service    # also JupyterLab as a systemd service (the lab VM)
+#   bash scripts/setup.sh              # packages + venv + kit (with the development tools)
+#   bash scripts/setup.sh --service    # the lab VM: the kit for students, JupyterLab as a
+#                                      # systemd service (what `vagrant up` runs)
+#   bash scripts/setup.sh --test       # also what `make test` needs: headless Chromium and
+#                                      # its driver, debootstrap (fresh systems to boot)
 #   LABTOOLS_VENV=/opt/lab bash scripts/setup.sh
 set -euo pipefail
 service=no
+testing=no
 for arg in "$@"; do
     case "$arg" in
         --service) service=yes ;;
-        *) echo "[setup] unknown option $arg (use --service)" >&2; exit 2 ;;
+        --test) testing=yes ;;
+        *) echo "[setup] unknown option $arg (use --service or --test)" >&2; exit 2 ;;
     esac
 done
 
@@ -50,6 +55,16 @@ installed_before=$(dpkg-query -W -f='${Package}\n' 2>/dev/null | wc -l)
 install_missing python3 python3-venv python3-pip python3-dev \
     mininet iperf iperf3 iputils-ping bridge-utils iproute2 procps psmisc util-linux kmod \
     openvswitch-switch openvswitch-testcontroller
+# `make test`: the browser test drives Debian's/Ubuntu's Chromium; the provisioning test
+# boots a fresh system made by debootstrap (packed with mkfs.ext4 from e2fsprogs).
+if [ "$testing" = yes ]; then
+    if [ "${ID:-}" = ubuntu ]; then
+        say "Ubuntu ships Chromium as a snap: the browser test needs Debian's chromium"
+        install_missing debootstrap e2fsprogs
+    else
+        install_missing chromium chromium-driver debootstrap e2fsprogs
+    fi
+fi
 
 # The VM runner, only where this kernel cannot emulate delay (no sch_netem): QEMU and a
 # stock kernel of the distribution (Debian: linux-image-ARCH; Ubuntu: linux-image-generic).
@@ -75,12 +90,15 @@ if [ ! -x "$venv/bin/python" ]; then
     say "creating venv $venv (system Python, system site packages)"
     /usr/bin/python3 -m venv --system-site-packages "$venv"
 fi
+# The lab VM gets what students use; elsewhere the development tools too (tests, nbgrader).
+extras=lab,dev
+[ "$service" = yes ] && [ "$testing" = no ] && extras=lab
 stamp="$venv/.labtools-installed"
-want=$(cat "$here/pyproject.toml" | sha256sum | cut -d' ' -f1)
+want="$(sha256sum < "$here/pyproject.toml" | cut -d' ' -f1) $extras"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-    say "installing the kit and its Python dependencies into $venv"
+    say "installing the kit and its Python dependencies ($extras) into $venv"
     "$venv/bin/python" -m pip install -q --upgrade pip
-    "$venv/bin/python" -m pip install -q -e "$here[lab,dev]"
+    "$venv/bin/python" -m pip install -q -e "$here[$extras]"
     echo "$want" > "$stamp"
 else
     say "kit: already installed in $venv"

@@ -1,28 +1,69 @@
 #!/usr/bin/env bash
-# `make test`: install what is needed, then run the whole suite.
-#  1. unit tests (anywhere; the `root` ones need root and a Linux kernel, no netem);
-#  2. the lab VM's provisioning: setup twice (idempotent, quick), Vagrantfile validated;
-#  3. real-network tests (marker `network`), the solution notebooks among them: natively
-#     where this kernel can emulate links, otherwise inside the lab VM (labtools vm), which
-#     boots a stock kernel that can (one boot for all of them).
+# `make test`: install what is needed, then run the whole suite, stage by stage, and say
+# how long each stage took (the last lines of the output).
+#  1. lint and types; unit tests (anywhere; the `root` ones need root, no netem);
+#  2. grading: the real nbgrader on a course made from solutions/ (replayed measurements);
+#  3. the lab VM's provisioning: a fresh Debian 12 booted with systemd, provisioned as
+#     `vagrant up` does, twice, then restarted (marker `system`; runs in the background
+#     during stages 1-2, it needs no CPU of its own most of the time: downloads);
+#  4. real-network tests (marker `network`), the solution notebooks among them: natively
+#     where this kernel can emulate links, otherwise inside the lab VM (labtools vm);
+#  5. the browser test: `make lab`'s JupyterLab in headless Chromium (marker `browser`).
+# LABTOOLS_SKIP="system browser" leaves stages out (say so in what you report).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$here"
-bash scripts/setup.sh
 py=.venv/bin/python
-export PATH="$here/.venv/bin:$PATH"
+skip=" ${LABTOOLS_SKIP:-} "
+timings=()
+t_all=$(date +%s)
+stage_start() { echo "== $1 =="; t_stage=$(date +%s); stage_name=$1; }
+stage_end() { timings+=("$(printf '%5d s  %s' $(( $(date +%s) - t_stage )) "$stage_name")"); }
+report() {
+    echo "== time per stage =="
+    printf '%s\n' "${timings[@]}"
+    printf '%5d s  total\n' $(( $(date +%s) - t_all ))
+}
+trap report EXIT
 
-echo "== lint and types (ruff, mypy) =="
+stage_start "setup (packages, venv, kit; test tools)"
+bash scripts/setup.sh --test
+export PATH="$here/.venv/bin:$PATH"
+stage_end
+
+provision_pid=""
+if [[ "$skip" != *" system "* ]]; then
+    echo "== provisioning of the lab VM under systemd: started in the background =="
+    t_provision=$(date +%s)
+    mkdir -p results/provisioning
+    bash scripts/check-provisioning.sh > results/provisioning/check.log 2>&1 &
+    provision_pid=$!
+fi
+
+stage_start "lint and types (ruff, mypy)"
 .venv/bin/ruff check labtools tests benchmarks topologies solutions
 .venv/bin/mypy
+stage_end
 
-echo "== unit tests =="
-$py -m pytest -q -m "not network and not vm" "$@"
+stage_start "unit tests"
+$py -m pytest -q -m "not network and not vm and not grading and not system and not browser" "$@"
+stage_end
 
-echo "== provisioning of the lab VM (twice) and the Vagrantfile =="
-bash scripts/check-provisioning.sh
+stage_start "grading with the real nbgrader (release, autograde, feedback, export)"
+$py -m pytest -q -m grading tests/test_grading.py
+stage_end
 
-echo "== real-network tests and the solution notebooks, executed on real networks =="
+if [ -n "$provision_pid" ]; then
+    stage_start "provisioning of the lab VM under systemd (waiting for it)"
+    status=0
+    wait "$provision_pid" || status=$?
+    cat results/provisioning/check.log
+    timings+=("$(printf '%5d s  %s' $(( $(date +%s) - t_provision )) \
+        "provisioning under systemd (in the background from the start)")")
+    [ "$status" = 0 ] || exit "$status"
+fi
+
+stage_start "real-network tests and the solution notebooks, executed on real networks"
 # Only these files are imported in the VM (importing the others costs minutes under
 # emulation). The notebooks run with LABTOOLS_QUICK=1 (shorter pings and UDP runs).
 network_files=(tests/test_network.py tests/test_network_cleanup.py
@@ -35,4 +76,12 @@ else
     echo "this kernel cannot emulate links (no netem): running them in the lab VM"
     labtools vm --env LABTOOLS_QUICK --timeout 2400 -- "$here/.venv/bin/python" -m pytest -q \
         --durations=0 -m network "${network_files[@]}" "$@"
+fi
+unset LABTOOLS_QUICK
+stage_end
+
+if [[ "$skip" != *" browser "* ]]; then
+    stage_start "the browser test: make lab's JupyterLab in headless Chromium"
+    $py -m pytest -q -s -m browser tests/test_browser.py
+    stage_end
 fi

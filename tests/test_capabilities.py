@@ -166,7 +166,9 @@ def test_doctor_report_on_this_machine(tmp_path, monkeypatch, capsys):
     from labtools.commands.doctor_cmd import run
 
     status = run(argparse.Namespace(json=True, recheck=False))
-    report = json.loads(capsys.readouterr().out)
+    full = json.loads(capsys.readouterr().out)
+    assert full["calibration"] is None  # none in this empty cache folder
+    report = full["checks"]
     assert [r["name"] for r in report] == list(doctor_cmd.CHECKS)
     for row in report:
         assert set(row) == {"name", "ok", "detail", "fix"}
@@ -179,5 +181,27 @@ def test_doctor_report_on_this_machine(tmp_path, monkeypatch, capsys):
     assert status == (0 if expected else 1)
     run(argparse.Namespace(json=False, recheck=False))
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == len(report) + 1
-    assert all(line[:5] in ("ok   ", "FAIL ") for line in lines[:-1])
+    assert len(lines) == len(report) + 2
+    assert all(line[:5] in ("ok   ", "FAIL ") for line in lines[:-2])
+    assert lines[-1] == "calibration: none yet (a lab measures this machine when it starts)"
+
+
+def test_doctor_shows_the_last_calibration_and_whether_the_lab_fits(tmp_path, monkeypatch):
+    from labtools.judge.machine import MachineProfile
+    from labtools.judge.policy import CAPACITY_HEADROOM
+    from labtools.lab import calibration
+    from labtools.model.catalog import load_topology
+    from labtools.model.scaling import peak_load_mbps
+
+    monkeypatch.setenv("LABTOOLS_CACHE_DIR", str(tmp_path))
+    topo = load_topology("portfolio")
+    load = peak_load_mbps(topo)
+    slow = MachineProfile(0.1, 0.3, round(load / (2 * CAPACITY_HEADROOM), 4), "vm-tcg",
+                          "2026-11-22T21:59:56+00:00", 6.6)
+    calibration.remember(slow)
+    assert calibration.last_calibration() == slow
+    lines = calibration.calibration_lines(topo)
+    assert lines[0].startswith("calibration (2026-11-22 21:59 UTC, 7 s): this machine (vm-tcg)")
+    assert "run it with rate_scale=0.5 " in lines[1]
+    calibration.remember(MachineProfile(0.1, 0.3, load * 10, "native", "2026-11-22T22:00", 5))
+    assert "fit what this machine forwards" in calibration.calibration_lines(topo)[1]

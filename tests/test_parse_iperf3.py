@@ -131,6 +131,46 @@ def test_server_output_json_gives_server_receiver_rows():
     assert received == pytest.approx(parsed.summary["receiver_bytes"], rel=0.01)
 
 
+def test_bidir_has_both_directions_with_iperf3s_totals():
+    parsed = parse("tcp_bidir")
+    end = doc("tcp_bidir")["end"]
+    s = parsed.summary
+    assert s["bidir"] is True and s["reverse"] is False
+    assert s["sender_mbps"] == pytest.approx(end["sum_sent"]["bits_per_second"] / 1e6)
+    assert s["reverse_sender_mbps"] == pytest.approx(
+        end["sum_sent_bidir_reverse"]["bits_per_second"] / 1e6)
+    assert s["reverse_receiver_mbps"] == pytest.approx(
+        end["sum_received_bidir_reverse"]["bits_per_second"] / 1e6)
+    t = parsed.table
+    sums = t[t["stream"] == -1]
+    # each direction: the client's and the server's view, a sender and a receiver
+    for direction in ("forward", "reverse"):
+        rows = sums[sums["direction"] == direction]
+        assert set(rows["side"]) == {"sender", "receiver"}
+        assert set(rows["source"]) == {"client", "server"}
+    forward_received = sums[(sums["direction"] == "forward") & (sums["side"] == "receiver")]
+    assert forward_received["bytes"].sum() == pytest.approx(s["receiver_bytes"], rel=0.01)
+
+
+def test_bidir_steady_rate_is_the_forward_receivers():
+    from labtools.tools.summaries import steady_receiver_mbps, summarize
+
+    parsed = parse("tcp_bidir")
+    t = parsed.table
+    forward = t[(t["direction"] == "forward") & (t["side"] == "receiver") & (t["stream"] == -1)]
+    reverse = t[(t["direction"] == "reverse") & (t["side"] == "receiver") & (t["stream"] == -1)]
+    steady = steady_receiver_mbps(t, warmup_s=1.0)
+    late = forward[forward["start_s"] >= 1.0 - 1e-6]
+    span = late["end_s"].max() - late["start_s"].min()
+    assert steady == pytest.approx(late["bytes"].sum() * 8 / span / 1e6)
+    # the client's own receiver rows (the reverse stream) are not mixed in
+    late_rev = reverse[reverse["start_s"] >= 1.0 - 1e-6]
+    rev = late_rev["bytes"].sum() * 8 / (late_rev["end_s"].max() - late_rev["start_s"].min()) / 1e6
+    assert abs(steady - rev) > 0.01
+    summary = summarize(parsed, warmup_s=1.0)
+    assert summary.reverse_receiver_mbps == pytest.approx(parsed.summary["reverse_receiver_mbps"])
+
+
 def test_server_output_text_is_noted_without_rows():
     parsed = parse("tcp_server_output_text")
     assert parsed.summary["server_output"] == "text"

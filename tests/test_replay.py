@@ -3,6 +3,7 @@ file recorded on a real network (tests/fixtures/grading): no root, no network.""
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -38,6 +39,9 @@ def test_under_nbgrader_a_notebook_replays_instead_of_measuring(folder, capsys):
     # the variant the student measured, not the reference topology
     assert lab.topo.params.get("variant") == "student1"
     assert lab.machine is not None and lab.machine.forward_mbps > 0
+    # the durations the student measured with (CI records with the quick set)
+    recorded = json.loads((FIXTURES / "grading" / "capture.json").read_text())
+    assert lab.durations.name == ("quick" if recorded["quick"] else "full")
     with pytest.raises(ReplayError, match="nothing runs on the hosts"):
         lab.run("h1", ["true"], 5)
 

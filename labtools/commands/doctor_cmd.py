@@ -1,9 +1,11 @@
 """``labtools doctor [--json] [--recheck]``: can this machine run the lab, and how to fix it.
 
-One line per check (``ok   root``, ``FAIL netem in this kernel -- fix: ...``); with
-``--json`` a list of ``{"name", "ok", "detail", "fix"}`` objects (``fix`` is ``""`` when
-the check passed). Exit status 0 when the kit can work, natively or through the VM runner;
-1 otherwise. The slow KVM probe is cached; ``--recheck`` runs it again.
+One line per check (``ok   root``, ``FAIL netem in this kernel -- fix: ...``), then what
+the last calibration measured (what this machine adds to an emulated network and the most
+it forwards) and whether the reference lab's rates fit it. With ``--json``:
+``{"checks": [{"name", "ok", "detail", "fix"}...], "calibration": {...} or null}`` (``fix``
+is ``""`` when the check passed). Exit status 0 when the kit can work, natively or
+through the VM runner; 1 otherwise. The slow KVM probe is cached; ``--recheck`` runs it again.
 """
 
 from __future__ import annotations
@@ -22,13 +24,21 @@ from labtools.system.doctor import (
 
 def run(args: argparse.Namespace) -> int:
     """Print the report; 0 when the kit can work here, 1 otherwise."""
+    from labtools.lab.calibration import calibration_lines, last_calibration
+    from labtools.model.catalog import load_topology
+
     checks = collect_checks(recheck=args.recheck)
     if args.json:
-        print(json.dumps(checks_as_dicts(checks), indent=2))
+        machine = last_calibration()
+        print(json.dumps({"checks": checks_as_dicts(checks),
+                          "calibration": None if machine is None else machine.as_dict()},
+                         indent=2))
     else:
         for check in checks:
             print(format_line(check))
         print(verdict(checks))
+        for line in calibration_lines(load_topology("portfolio")):
+            print(line)
     return 0 if kit_can_work(checks) else 1
 
 

@@ -46,16 +46,20 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("give either SRC DST or --flows, not both")
     if bool(args.src) != bool(args.dst):
         raise InputError("give both SRC and DST (or neither, for every test case)")
+    from labtools.model.scaling import rate_note, rate_scale
+
     topo = load_topology(args.topology)
     if not args.flows and not args.src:
         result = _overview(topo, args.topology)
-        print(json.dumps(result, indent=2) if args.json else _overview_text(result))
-        return 0
-    result = _flows(topo, args.flows) if args.flows else _pair(topo, args)
+    else:
+        result = _flows(topo, args.flows) if args.flows else _pair(topo, args)
+    result["rate_scale"] = rate_scale(topo)
     if args.json:
         print(json.dumps(result, indent=2))
-    else:
-        print(_text(result))
+        return 0
+    if rate_note(topo):
+        print(f"note: {rate_note(topo)}")
+    print(_overview_text(result) if not args.flows and not args.src else _text(result))
     return 0
 
 

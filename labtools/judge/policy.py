@@ -130,6 +130,8 @@ class Durations:
     refine_steps: int
     ping_count: int
     ping_interval_s: float = MIN_RTT_PING_INTERVAL_S
+    #: "full" or "quick" for the kit's two sets (saved with each run; replay uses it)
+    name: str = "custom"
 
     @property
     def warmup_s(self) -> float:
@@ -143,9 +145,11 @@ class Durations:
 
 
 FULL = Durations(tcp_s=10, sharing_s=10, udp_s=10, capacity_step_s=4, refine_steps=3,
-                 ping_count=100)
+                 ping_count=100, name="full")
 QUICK = Durations(tcp_s=4, sharing_s=10, udp_s=4, capacity_step_s=2, refine_steps=2,
-                  ping_count=MIN_RTT_PING_COUNT)
+                  ping_count=MIN_RTT_PING_COUNT, name="quick")
+#: the named sets, by name
+NAMED_DURATIONS = {d.name: d for d in (FULL, QUICK)}
 
 
 def durations(quick: bool) -> Durations:

@@ -24,7 +24,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import TYPE_CHECKING, Optional, Sequence, Set
+from pathlib import Path
+from typing import TYPE_CHECKING, List, Optional, Sequence, Set
 
 from labtools.errors import LabtoolsError
 from labtools.judge.machine import MachineProfile
@@ -107,23 +108,57 @@ def calibrate(lab: "LabSession", nodes: Sequence[str]) -> Optional[MachineProfil
     return profile
 
 
-def remember(profile: MachineProfile) -> None:
-    """Keep the last calibration in the cache folder (a read-only home loses only that)."""
+def calibration_file() -> Path:
+    """Where the last calibration is kept: the project's ``.cache/labtools/`` when the kit
+    runs from a checkout (shared with the lab VM, so ``labtools doctor`` on the host sees
+    what the VM measured), else the cache folder (``$LABTOOLS_CACHE_DIR`` wins)."""
+    from labtools.paths import checkout_root
     from labtools.system.capabilities import cache_dir
 
+    root = checkout_root()
+    if os.environ.get("LABTOOLS_CACHE_DIR") or root is None:
+        return cache_dir() / CACHE_FILE
+    return root / ".cache" / "labtools" / CACHE_FILE
+
+
+def remember(profile: MachineProfile) -> None:
+    """Keep the last calibration (a read-only folder loses only that)."""
+    path = calibration_file()
     try:
-        folder = cache_dir()
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / CACHE_FILE).write_text(json.dumps(profile.as_dict(), indent=2))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(profile.as_dict(), indent=2))
     except OSError:
         pass
 
 
 def last_calibration() -> Optional[MachineProfile]:
     """The last calibration this machine made (None when there is none)."""
-    from labtools.system.capabilities import cache_dir
-
     try:
-        return MachineProfile.from_dict(json.loads((cache_dir() / CACHE_FILE).read_text()))
+        return MachineProfile.from_dict(json.loads(calibration_file().read_text()))
     except (OSError, ValueError, LabtoolsError):
         return None
+
+
+def calibration_lines(topo: Optional[Topology] = None) -> List[str]:
+    """What the last calibration says, for ``labtools doctor`` and the notebooks: the
+    machine's own cost and rate, and whether ``topo``'s rates fit (else the rate scale
+    to use)."""
+    from labtools.judge.policy import CAPACITY_HEADROOM
+    from labtools.model.scaling import peak_load_mbps, suggested_rate_scale
+
+    machine = last_calibration()
+    if machine is None:
+        return ["calibration: none yet (a lab measures this machine when it starts)"]
+    lines = [f"calibration ({machine.measured_at[:16].replace('T', ' ')} UTC, "
+             f"{machine.seconds:.0f} s): {machine.describe()}"]
+    if topo is not None:
+        load = peak_load_mbps(topo)
+        factor = suggested_rate_scale(topo, machine.forward_mbps, CAPACITY_HEADROOM)
+        if factor < 1.0:
+            lines.append(f"  {topo.name}: its links may carry {load:.0f} Mbit/s at once, more "
+                         f"than this machine forwards: run it with rate_scale={factor:g} "
+                         "(LABTOOLS_RATE_SCALE=auto in the notebooks)")
+        else:
+            lines.append(f"  {topo.name}: its links ({load:.0f} Mbit/s at once at most) fit "
+                         "what this machine forwards")
+    return lines

@@ -13,6 +13,9 @@ latest lab session first, then in earlier ones. A call with no such step gets a
 :class:`MissingMeasurement`: using it raises :class:`~labtools.errors.ReplayError` with one
 line saying what is missing, so the checks that need it fail with that reason while the
 others still grade.
+
+The durations are the ones the student measured with (saved with each run: the full set, or
+the quick one CI uses), so a notebook that passes them to a probe asks for what was recorded.
 """
 
 from __future__ import annotations
@@ -84,7 +87,10 @@ class ReplaySession(LabBase):
             self.problem = str(err)
         if self.store is not None and not recorded:
             self.problem = f"{self.results} holds no measurement of this notebook ({case})"
-        super().__init__(_recorded_topology(first_run) or topology, case, durations)
+        recorded_durations = policy.NAMED_DURATIONS.get(
+            str((first_run or {}).get("context", {}).get("durations")))
+        super().__init__(_recorded_topology(first_run) or topology, case,
+                         recorded_durations or durations)
         self.machine = MachineProfile.from_dict(
             (first_run or {}).get("context", {}).get("machine")) if first_run else None
         self._recorded = recorded

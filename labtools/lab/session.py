@@ -204,7 +204,10 @@ class LabSession(LabBase):
         """Save a judged measurement now (the store commits before this returns)."""
         m.finished_at = m.finished_at or utc_now()
         if self.store is not None:
-            m.run_id = self.store.save(RunRecord.from_measurement(m, **self._meta(m.tool, m.call)))
+            record = RunRecord.from_measurement(m, **self._meta(m.tool, m.call))
+            if record.context is not None:
+                record.context["durations"] = self.durations.name  # replay follows it
+            m.run_id = self.store.save(record)
         return m.run_id
 
     def save_failure(self, tool: str, src: str, dst: str, argv: List[str], raw: str,

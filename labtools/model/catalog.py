@@ -26,6 +26,7 @@ from types import ModuleType
 from typing import Any, Dict, List, Tuple
 
 from labtools.errors import TopologyError
+from labtools.model import scaling
 from labtools.model.mininet_import import from_mininet_topo
 from labtools.model.routing import compute_routing
 from labtools.model.topology import HOST, Link, Node, Topology
@@ -70,8 +71,12 @@ def _number_or_text(value: str) -> Any:
 
 
 def load_topology(spec: str) -> Topology:
-    """Load, validate and route-check the topology that ``spec`` names."""
+    """Load, validate and route-check the topology that ``spec`` names.
+
+    ``rate_scale=F`` (any topology) scales every link rate by ``F``
+    (:mod:`labtools.model.scaling`)."""
     head, params = split_spec(spec)
+    factor = params.pop(scaling.PARAMETER, None)
     path = Path(head)
     if path.suffix in (".py", ".json") or os.sep in head:
         if not path.is_file():
@@ -89,6 +94,8 @@ def load_topology(spec: str) -> Topology:
         topo = from_dict(_read_json(path))
     else:
         topo = _from_python(path, params)
+    if factor is not None:
+        topo = scaling.scale_rates(topo, factor)
     compute_routing(topo)  # every pair of hosts must have a route
     return topo
 

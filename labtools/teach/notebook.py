@@ -12,6 +12,9 @@ the variant, a file beside the notebook):
   topology (``portfolio,variant=ID``, see :mod:`labtools.model.variants`);
 - ``NBGRADER_EXECUTION`` (set by nbgrader while it grades or validates): no network, the
   student's recorded measurements are replayed (:mod:`labtools.lab.replay`);
+- ``LABTOOLS_RATE_SCALE``: run the lab with every link rate scaled by this factor, for a
+  machine too slow for the lab's rates (``auto``: the factor the last calibration of this
+  machine suggests; see :mod:`labtools.model.scaling`);
 - ``LABTOOLS_SHOW_ANSWERS=1``: self-study, or an instructor's demonstration: a wrong
   compute-it-first answer is shown beside the expected value. Otherwise (graded work) a
   wrong answer gets its explanation but never the number.
@@ -45,6 +48,7 @@ SENDER_METRICS = ("sender_rate",)
 RESULTS_FILE = "results/labtools.sqlite"
 QUICK_VARIABLE = "LABTOOLS_QUICK"
 VARIANT_VARIABLE = "LABTOOLS_VARIANT"
+RATE_SCALE_VARIABLE = "LABTOOLS_RATE_SCALE"
 SHOW_ANSWERS_VARIABLE = "LABTOOLS_SHOW_ANSWERS"
 #: a file beside the notebook whose first line is the student's variant
 VARIANT_FILE = "labtools-variant.txt"
@@ -95,10 +99,32 @@ def machine_report(lab: Union[LabSession, ReplaySession]) -> str:
         machine = lab.machine
         return ("grading: the machine check ran on the student's machine; " +
                 (machine.describe() if machine is not None else "no calibration recorded"))
+    from labtools.lab.calibration import calibration_lines
     from labtools.system.doctor import collect_checks, format_line, verdict
 
     checks = collect_checks()
-    return "\n".join([*(format_line(c) for c in checks), verdict(checks)])
+    return "\n".join([*(format_line(c) for c in checks), verdict(checks),
+                      *calibration_lines(lab.topo)])
+
+
+def rate_scale_setting(spec: str) -> float:
+    """The rate scale ``LABTOOLS_RATE_SCALE`` asks for (1.0 when unset): a number, or
+    ``auto`` for what this machine's last calibration suggests for ``spec``'s topology."""
+    from labtools.model.scaling import check_scale
+
+    chosen = os.environ.get(RATE_SCALE_VARIABLE, "").strip()
+    if not chosen:
+        return 1.0
+    if chosen.lower() == "auto":
+        from labtools.lab.calibration import last_calibration
+        from labtools.model.catalog import load_topology
+        from labtools.model.scaling import suggested_rate_scale
+
+        machine = last_calibration()
+        return suggested_rate_scale(load_topology(spec),
+                                    machine.forward_mbps if machine else None,
+                                    policy.CAPACITY_HEADROOM)
+    return check_scale(chosen)
 
 
 def open_lab(case: str, topology: str = "portfolio") -> Union[LabSession, ReplaySession]:
@@ -111,6 +137,9 @@ def open_lab(case: str, topology: str = "portfolio") -> Union[LabSession, Replay
             added to it.
     """
     spec = f"{topology},variant={variant()}" if variant() else topology
+    factor = rate_scale_setting(spec)
+    if factor < 1.0:
+        spec += f",rate_scale={factor:g}"
     durations = policy.durations(quick_mode())
     if grading():
         return ReplaySession(spec, RESULTS_FILE, case, durations)
@@ -164,8 +193,12 @@ def verdict_table(*results: Any) -> "pd.DataFrame":
 
 def describe(lab: Union[LabSession, Any]) -> str:
     """One line on a started lab: its nodes and what this machine adds and carries."""
+    from labtools.model.scaling import rate_note
+
     topo = lab.topo
     line = f"network up: {', '.join(topo.hosts + topo.routers)}"
+    if rate_note(topo):
+        line += f"\n{rate_note(topo)}"
     machine = getattr(lab, "machine", None)
     if machine is not None:
         line += f"\n{machine.describe()}"

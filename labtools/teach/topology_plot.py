@@ -149,8 +149,10 @@ def draw_topology(topo: Topology, ax: Optional["Axes"] = None) -> "Axes":
     ax.set_xlim(min(xs) - 1, max(xs) + 1)
     ax.set_ylim(min(ys) - 0.7, max(ys) + 0.9)
     ax.set_axis_off()
+    from labtools.model.scaling import rate_note
+
+    note = f"\n{rate_note(topo)}" if rate_note(topo) else ""
     ax.set_title(f"Topology {topo.name}: shaped links in red (rate, one-way delay, queue in "
-                 "packets)",
-                 fontsize="medium")
+                 f"packets){note}", fontsize="medium")
     ax.legend(loc="upper right", fontsize="small", markerscale=0.4, labelspacing=1.2)
     return ax

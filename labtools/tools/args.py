@@ -69,8 +69,10 @@ def ping_args(dst_ip: str, count: int = 10, interval_s: float = 0.2,
 
 
 def iperf3_server_args(port: int = DEFAULT_PORT) -> List[str]:
-    """``iperf3 -s -1 -p PORT``: a server for exactly one test."""
-    return ["iperf3", "-s", "-1", "-p", str(_check_int("port", port, 1024, 65_535))]
+    """``iperf3 -s -1 -J -p PORT``: a server for exactly one test, reporting in JSON, so a
+    client's ``--get-server-output`` brings the receiver's own intervals (the rate that
+    crossed the link, second by second) rather than the server's text."""
+    return ["iperf3", "-s", "-1", "-J", "-p", str(_check_int("port", port, 1024, 65_535))]
 
 
 def iperf3_client_args(server_ip: str, duration_s: float = 10, interval_s: float = 1,

@@ -165,7 +165,7 @@ def steady_receiver_mbps(table: "pd.DataFrame", warmup_s: float) -> Optional[flo
     if table is None or not needed <= set(table.columns):
         return None
     rows = table[table["side"] == "receiver"]
-    if "direction" in rows.columns and rows["direction"].nunique() > 1:  # --bidir
+    if "direction" in table.columns and table["direction"].nunique() > 1:  # --bidir
         rows = rows[rows["direction"] == "forward"]
     if "stream" in rows.columns and (rows["stream"] == -1).any():
         rows = rows[rows["stream"] == -1]  # iperf3's per-interval sums

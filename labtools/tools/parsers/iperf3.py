@@ -249,7 +249,8 @@ def parse(text: str) -> Parsed:
         "version": version,
     }
     summary.update(_totals(end, protocol == "UDP", interrupted=error is not None))
-    bidir = bool(test.get("bidir", 0))
+    # iperf3 3.12 does not say "bidir" in test_start; its end totals show it
+    bidir = bool(test.get("bidir", 0)) or "sum_sent_bidir_reverse" in end
     summary.update(bidir=bidir,
                    reverse_sender_mbps=_mbps(end.get("sum_sent_bidir_reverse")) if bidir else None,
                    reverse_receiver_mbps=(_mbps(end.get("sum_received_bidir_reverse"))

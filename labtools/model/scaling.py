@@ -1,0 +1,85 @@
+"""Running a lab with every link rate scaled by one factor, for machines too slow for it.
+
+Under software emulation a whole emulated network forwards only a few tens to hundreds of
+Mbit/s before the CPU, not the links, sets the rate. A lab whose links are faster than the
+machine can carry measures the machine. ``portfolio,rate_scale=0.5`` is the same topology
+with every shaped link at half its rate; delays, queues and loss are unchanged, and every
+expected value, share and window is computed from the scaled topology, so it follows.
+
+The factor is given by the user (``rate_scale=`` in a topology spec, or
+``LABTOOLS_RATE_SCALE`` for the notebooks) or suggested from the machine's calibration
+(:func:`suggested_rate_scale`); the topology keeps it in ``params["rate_scale"]`` and
+:func:`rate_note` is the sentence shown wherever rates appear.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Optional
+
+from labtools.errors import TopologyError
+from labtools.model.topology import Topology
+
+#: the parameter of a topology spec that scales the rates
+PARAMETER = "rate_scale"
+#: the smallest factor the kit accepts (below it, rates become too small to teach with)
+MIN_SCALE = 0.05
+#: suggested factors are rounded down to a multiple of this
+SCALE_STEP = 0.05
+
+
+def check_scale(factor: object) -> float:
+    """``factor`` as a float in (MIN_SCALE, 1]; :class:`TopologyError` otherwise."""
+    try:
+        value = float(factor)
+    except (TypeError, ValueError):
+        raise TopologyError(f"{PARAMETER} must be a number, not {factor!r}") from None
+    if not MIN_SCALE <= value <= 1.0:
+        raise TopologyError(f"{PARAMETER}={factor} is outside {MIN_SCALE}..1 "
+                            "(it only slows a lab down, to what the machine can carry)")
+    return value
+
+
+def scale_rates(topo: Topology, factor: float) -> Topology:
+    """``topo`` with every shaped link's rate times ``factor`` (delays, queues unchanged)."""
+    value = check_scale(factor)
+    if value == 1.0:
+        return topo
+    links = tuple(replace(lk, bw_mbps=None if lk.bw_mbps is None else round(lk.bw_mbps * value, 6))
+                  for lk in topo.links)
+    return Topology(topo.name, topo.nodes, links, {**dict(topo.params), PARAMETER: value})
+
+
+def rate_scale(topo: Topology) -> float:
+    """The factor ``topo``'s rates were scaled by (1.0 when they were not)."""
+    return float(topo.params.get(PARAMETER, 1.0))
+
+
+def rate_note(topo: Topology) -> str:
+    """The sentence shown wherever rates appear; empty when the rates are not scaled."""
+    factor = rate_scale(topo)
+    if factor == 1.0:
+        return ""
+    return (f"link rates scaled by {factor:g} for this machine (delays and queues unchanged; "
+            "every expected value follows)")
+
+
+def peak_load_mbps(topo: Topology) -> float:
+    """An upper bound of what a lab on ``topo`` makes the machine forward at once (Mbit/s):
+    every shaped link busy in one direction."""
+    return sum(lk.bw_mbps for lk in topo.links if lk.bw_mbps is not None)
+
+
+def suggested_rate_scale(topo: Topology, machine_mbps: Optional[float],
+                         headroom: float) -> float:
+    """The largest factor (a multiple of :data:`SCALE_STEP`, at most 1) at which the lab's
+    peak load stays within ``headroom`` x what the machine forwards (``machine_mbps``,
+    from the calibration). 1.0 when the machine is unknown or fast enough."""
+    load = peak_load_mbps(topo)
+    if machine_mbps is None or machine_mbps <= 0 or load <= 0:
+        return 1.0
+    fits = headroom * machine_mbps / load
+    if fits >= 1.0:
+        return 1.0
+    steps = int(fits / SCALE_STEP + 1e-9)
+    return max(MIN_SCALE, steps * SCALE_STEP)

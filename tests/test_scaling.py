@@ -1,0 +1,84 @@
+"""Labs with every link rate scaled for a slow machine (labtools.model.scaling)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from labtools.errors import TopologyError
+from labtools.model import expect, scaling
+from labtools.model.catalog import load_topology
+
+
+def test_rate_scale_scales_rates_only_and_the_expected_values_follow():
+    full = load_topology("portfolio")
+    half = load_topology("portfolio,rate_scale=0.5")
+    for a, b in zip(full.links, half.links):
+        assert (a.delay_ms, a.queue_pkts, a.loss_pct) == (b.delay_ms, b.queue_pkts, b.loss_pct)
+        assert b.bw_mbps == (None if a.bw_mbps is None else pytest.approx(a.bw_mbps / 2))
+    assert scaling.rate_scale(half) == 0.5 and scaling.rate_scale(full) == 1.0
+    e_full, e_half = expect.expect_pair(full, "h1", "h4"), expect.expect_pair(half, "h1", "h4")
+    assert e_half.bottleneck_mbps == pytest.approx(e_full.bottleneck_mbps / 2)
+    assert e_half.rtt_ms == e_full.rtt_ms  # delays unchanged
+    assert e_half.tcp_goodput_ceiling_mbps == pytest.approx(e_full.tcp_goodput_ceiling_mbps / 2)
+    assert "scaled by 0.5" in scaling.rate_note(half) and scaling.rate_note(full) == ""
+
+
+def test_a_variant_can_be_scaled_too():
+    topo = load_topology("portfolio,variant=s1,rate_scale=0.25")
+    assert topo.params["variant"] == "s1" and topo.params["rate_scale"] == 0.25
+
+
+@pytest.mark.parametrize("bad", ["0", "1.5", "fast", "-1"])
+def test_bad_factors_are_refused_with_one_line(bad):
+    with pytest.raises(TopologyError, match="rate_scale"):
+        load_topology(f"portfolio,rate_scale={bad}")
+
+
+def test_the_suggested_scale_keeps_the_peak_load_within_the_headroom():
+    topo = load_topology("portfolio")
+    load = scaling.peak_load_mbps(topo)
+    assert load == sum(lk.bw_mbps for lk in topo.links if lk.bw_mbps)
+    assert scaling.suggested_rate_scale(topo, None, 0.9) == 1.0
+    assert scaling.suggested_rate_scale(topo, load * 2, 0.9) == 1.0
+    factor = scaling.suggested_rate_scale(topo, load / 3, 0.9)
+    assert factor * load <= 0.9 * load / 3 + 1e-9
+    assert (factor + scaling.SCALE_STEP) * load > 0.9 * load / 3
+    assert scaling.suggested_rate_scale(topo, 0.01, 0.9) == scaling.MIN_SCALE
+
+
+def test_labtools_expect_says_the_rates_are_scaled():
+    from tests.conftest import run_cli
+
+    text = run_cli(["expect", "portfolio,rate_scale=0.5", "h1", "h4"]).stdout
+    assert text.startswith("note: link rates scaled by 0.5 for this machine")
+    data = json.loads(run_cli(["expect", "portfolio,rate_scale=0.5", "h1", "h4", "--json"]).stdout)
+    full = json.loads(run_cli(["expect", "portfolio", "h1", "h4", "--json"]).stdout)
+    assert data["rate_scale"] == 0.5 and full["rate_scale"] == 1.0
+    assert data["bottleneck_mbps"] == pytest.approx(full["bottleneck_mbps"] / 2)
+    assert "note:" not in run_cli(["expect", "portfolio", "h1", "h4"]).stdout
+
+
+def test_notebooks_take_the_scale_from_the_environment(monkeypatch, tmp_path):
+    from labtools.judge.machine import MachineProfile
+    from labtools.judge.policy import CAPACITY_HEADROOM
+    from labtools.lab import calibration
+    from labtools.teach import notebook
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    monkeypatch.delenv("LABTOOLS_VARIANT", raising=False)
+    monkeypatch.setenv("LABTOOLS_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("LABTOOLS_RATE_SCALE", "0.5")
+    assert notebook.open_lab("path").topo.params["rate_scale"] == 0.5
+    load = scaling.peak_load_mbps(load_topology("portfolio"))
+    calibration.remember(MachineProfile(0.1, 0.3, round(load / (4 * CAPACITY_HEADROOM), 4),
+                                        "vm-tcg", "2026-11-22T22:00", 6))
+    monkeypatch.setenv("LABTOOLS_RATE_SCALE", "auto")
+    lab = notebook.open_lab("path")
+    assert lab.topo.params["rate_scale"] == 0.25
+    assert "scaled by 0.25" in notebook.describe(lab)
+    monkeypatch.setenv("LABTOOLS_RATE_SCALE", "2")
+    with pytest.raises(TopologyError, match="outside"):
+        notebook.open_lab("path")
