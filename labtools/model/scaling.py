@@ -15,7 +15,7 @@ The factor is given by the user (``rate_scale=`` in a topology spec, or
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Optional
+from typing import Optional, Union
 
 from labtools.errors import TopologyError
 from labtools.model.topology import Topology
@@ -28,7 +28,7 @@ MIN_SCALE = 0.05
 SCALE_STEP = 0.05
 
 
-def check_scale(factor: object) -> float:
+def check_scale(factor: Union[float, str]) -> float:
     """``factor`` as a float in (MIN_SCALE, 1]; :class:`TopologyError` otherwise."""
     try:
         value = float(factor)
