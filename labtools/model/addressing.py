@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Dict, List, Optional, Set, Tuple
 
 from labtools.errors import TopologyError
@@ -50,14 +51,21 @@ class Addressing:
     segments: Tuple[Segment, ...]
     interfaces: Tuple[Interface, ...]
 
+    @cached_property
+    def _by_node(self) -> Dict[str, List[Interface]]:
+        index: Dict[str, List[Interface]] = {}
+        for iface in self.interfaces:
+            index.setdefault(iface.node, []).append(iface)
+        return index
+
     def of_node(self, node: str) -> List[Interface]:
         """The node's interfaces, in link order (the first one is its primary address)."""
-        return [i for i in self.interfaces if i.node == node]
+        return list(self._by_node.get(node, ()))
 
     def on_segment(self, node: str, segment: int) -> Optional[Interface]:
         """The node's interface on ``segment``, or None."""
-        for iface in self.interfaces:
-            if iface.node == node and iface.segment == segment:
+        for iface in self._by_node.get(node, ()):
+            if iface.segment == segment:
                 return iface
         return None
 

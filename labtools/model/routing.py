@@ -186,21 +186,29 @@ def compute_routing(topo: Topology) -> Routing:
 
 
 def check_hosts_connected(routing: Routing) -> None:
-    """Raise :class:`NoRouteError` naming the first pair of hosts with no route."""
+    """Raise :class:`NoRouteError` naming the first pair of hosts with no route.
+
+    A host reaches another when they share a segment, or when the routing table towards
+    the other's primary segment has the host (the tables only lead through routers), so
+    this takes hosts x segments steps, not hosts x hosts paths."""
     topo = routing.topo
+    addressing = routing.addressing
     for node in topo.nodes:
-        if node.kind != SWITCH and not routing.addressing.of_node(node.name):
+        if node.kind != SWITCH and not addressing.of_node(node.name):
             raise NoRouteError(f"node {node.name!r} has no link")
     hosts = topo.hosts
+    order = {h: i for i, h in enumerate(hosts)}
+    attached = {h: {i.segment for i in addressing.of_node(h)} for h in hosts}
+    by_primary: Dict[int, List[str]] = {}
+    for h in hosts:
+        by_primary.setdefault(addressing.of_node(h)[0].segment, []).append(h)
     for src in hosts:
-        for dst in hosts:
-            if src != dst:
-                try:
-                    routing.hops(src, routing.target(src, dst))
-                except NoRouteError:
-                    raise NoRouteError(
-                        f"hosts {src!r} and {dst!r} have no route between them"
-                    ) from None
+        unreachable = [dst for seg, dsts in by_primary.items()
+                       if seg not in attached[src] and src not in routing.next_hop[seg]
+                       for dst in dsts if dst != src and not attached[src] & attached[dst]]
+        if unreachable:
+            dst = min(unreachable, key=order.__getitem__)
+            raise NoRouteError(f"hosts {src!r} and {dst!r} have no route between them")
 
 
 def find_route_hops(topo: Topology, src: str, dst: str) -> List[Hop]:

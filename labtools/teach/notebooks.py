@@ -114,6 +114,9 @@ def stale(solutions: Path = Path("solutions"), students: Path = Path("notebooks"
 #: seconds a kernel gets to exit on its own (its ``atexit`` stops the lab's network, which
 #: takes a while under emulation) before it is killed; Jupyter's default is 5 s
 KERNEL_SHUTDOWN_WAIT_S = 120.0
+#: seconds a kernel gets to start; nbclient's default (60 s) is too short for a busy
+#: machine under software emulation, where a kernel takes 15-30 s
+KERNEL_STARTUP_S = 300
 
 
 def execute(path: Path, timeout_s: int = 900, cwd: Optional[Path] = None,
@@ -132,7 +135,7 @@ def execute(path: Path, timeout_s: int = 900, cwd: Optional[Path] = None,
     nb = nbformat.read(str(path), as_version=4)
     km = KernelManager(kernel_name=kernel, shutdown_wait_time=KERNEL_SHUTDOWN_WAIT_S)
     client = NotebookClient(nb, km=km, timeout=timeout_s, kernel_name=kernel,
-                            resources={"metadata": {"path": str(cwd or path.parent)}},
+                            startup_timeout=KERNEL_STARTUP_S, resources={"metadata": {"path": str(cwd or path.parent)}},
                             timeout_func=lambda cell: cell_timeout(cell, timeout_s))
     try:
         client.execute(cleanup_kc=True)  # shut the kernel down gracefully, even though we made km
