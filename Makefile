@@ -12,7 +12,7 @@ help:
 	@echo "make check-provisioning  the lab VM's provisioning on a fresh Debian 12 under systemd"
 	@echo "make demo     run the five test cases on the reference topology"
 	@echo "make students regenerate the student notebooks from solutions/"
-	@echo "make bench    simpleperf vs iperf3 benchmark"
+	@echo "make bench    every benchmark (about an hour): BENCHMARKS.md and benchmarks/results/"
 	@echo "make clean    remove leftovers of a crashed lab"
 
 setup:
@@ -50,7 +50,7 @@ students: setup
 	$(VENV)/bin/labtools notebooks build
 
 bench: setup
-	$(VENV)/bin/python benchmarks/simpleperf_vs_iperf3.py
+	$(VENV)/bin/python benchmarks/bench.py $(if $(REPEAT),--repeat $(REPEAT)) $(if $(ONLY),--only $(ONLY))
 
 clean:
 	$(VENV)/bin/labtools clean

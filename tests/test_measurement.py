@@ -101,6 +101,21 @@ def test_flows_are_judged_per_flow_and_together(capture):
         assert m.verdicts[0] == row
 
 
+def test_flows_in_opposite_directions_do_not_share_a_capacity(capture):
+    """Each direction of a link has its own rate: two flows crossing B in opposite
+    directions, each at ~19 Mbit/s, are not judged against one 20 Mbit/s capacity."""
+    opposite = parse_flows("a1:b1,b2:a2", capture)
+    outputs = [parse("iperf3", _text("iperf3", "tcp_p1.json")),
+               parse("iperf3", _text("iperf3", "tcp_omit.json"))]
+    result = judge_flows(capture, opposite, outputs, JudgeContext())
+    assert result.summary.capacity_mbps is None
+    assert "sum of shares" not in [v.metric for v in result.verdicts]
+    assert all(v.verdict != "invalid" for v in result.verdicts), result.verdicts
+    same = judge_flows(capture, parse_flows("a1:b1,a2:b2", capture), outputs, JudgeContext())
+    assert same.summary.capacity_mbps == pytest.approx(
+        expect.tcp_goodput_ceiling_mbps(capture.link("B").bw_mbps))
+
+
 def test_capacity_is_judged_from_its_steps(capture):
     steps = [judge_output("iperf", _text("iperf2", name), capture, "a1", "b1",
                           JudgeContext(offered_mbps=rate))

@@ -9,7 +9,8 @@ Parameters: ``hosts`` (default 10, at most 1000: a Linux bridge takes 1024 ports
 ``bw_mbps`` and ``delay_ms`` of every host link (default unshaped, no delay: such a
 network runs on a kernel without netem). Addresses ``10.1.0.0/16`` (one subnet).
 
-``labtools expect star,hosts=100 h1 h100`` or ``mn --custom topologies/star.py --topo star,hosts=100``.
+``labtools expect star,hosts=100 h1 h100``, or
+``mn --custom topologies/star.py --topo star,hosts=100``.
 """
 
 from __future__ import annotations

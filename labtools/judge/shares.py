@@ -14,7 +14,7 @@ from labtools.judge import policy, verdicts
 from labtools.judge.measurement import JudgeContext, Measurement, ProbeCall, judge_parsed
 from labtools.judge.verdicts import Verdict
 from labtools.model.expect import bottleneck, tcp_goodput_ceiling_mbps
-from labtools.model.fairness import Flow, FlowShare, jain_index, max_min_shares
+from labtools.model.fairness import Flow, FlowShare, crossings, jain_index, max_min_shares
 from labtools.model.topology import Topology
 from labtools.tools.parsers.base import Parsed
 
@@ -85,11 +85,20 @@ def flows_spec(flows: Sequence[Flow]) -> str:
                     for f in flows)
 
 
-def _shared_capacity(topo: Topology, shares: Sequence[FlowShare]) -> Optional[float]:
-    limits = {s.limited_by for s in shares if s.limited_by}
+def _shared_capacity(topo: Topology, flows: Sequence[Flow],
+                     shares: Sequence[FlowShare]) -> Optional[float]:
+    """The goodput ceiling of the one link, in one direction, that limits every flow; None
+    when the flows are limited by different links, or by one link in opposite directions
+    (each direction of a link has its own rate)."""
+    limits = set()
+    for flow, share in zip(flows, shares):
+        if not share.limited_by:
+            continue
+        index = next(i for i, lk in enumerate(topo.links) if lk.label == share.limited_by)
+        limits |= {key for key in crossings(topo, flow) if key[0] == index}
     if len(limits) != 1:
         return None
-    rate = topo.link(limits.pop()).bw_mbps
+    rate = topo.links[limits.pop()[0]].bw_mbps
     return None if rate is None else tcp_goodput_ceiling_mbps(rate)
 
 
@@ -110,7 +119,7 @@ def judge_flows(topo: Topology, flows: Sequence[Flow], outputs: Sequence[Parsed]
                              **(member_meta[i] if i < len(member_meta) else {}))
                 for i, (f, p) in enumerate(zip(flows, outputs))]
     rates = [m.summary.steady_mbps for m in measured]  # type: ignore[union-attr]
-    capacity = _shared_capacity(topo, shares)
+    capacity = _shared_capacity(topo, flows, shares)
     total = sum(r for r in rates if r is not None)
     link_full = capacity is not None and total >= capacity * policy.RATE_OK_LOW
     rows: List[Verdict] = []

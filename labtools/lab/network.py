@@ -19,6 +19,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import time
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -133,6 +134,8 @@ class MininetBackend:
         self._net: Any = None  # Mininet builds it (Open vSwitch)
         self._hosts: Dict[str, Any] = {}  # or the kit builds it from its plan (Linux bridges)
         self._bridges: List[str] = []
+        #: seconds each phase of the last start took (shells, root_ip, node_scripts, ...)
+        self.phase_s: Dict[str, float] = {}
         self.calibration_topo: Optional[Topology] = None
         if calibration:
             from labtools.lab.calibration import calibration_topology
@@ -174,12 +177,16 @@ class MininetBackend:
     def _start_batched(self) -> None:
         from labtools.lab.netplan import gro_off_command, plan_network
 
+        clock = _PhaseClock(self.phase_s)
         plan = plan_network(self._parts())
+        clock.lap("plan")
         self._bridges = list(plan.bridges) + list(plan.root_veths)  # removed at stop
         for name in plan.nodes:  # a shell in a namespace for each
             self._hosts[name] = _shell_node(name)
+        clock.lap("shells")
         pids = {name: host.pid for name, host in self._hosts.items()}
         _run_batch("ip", [line.format(pid=pids) for line in plan.root_ip])
+        clock.lap("links and bridges")
         with tempfile.TemporaryDirectory(prefix="labtools-net-") as scripts:
             for name, node in plan.nodes.items():  # all nodes configure themselves at once
                 path = Path(scripts, f"{name}.sh")
@@ -188,6 +195,7 @@ class MininetBackend:
             failed = [(name, out.strip()) for name, out in
                       ((name, self._hosts[name].waitOutput()) for name in plan.nodes)
                       if out.strip()]
+        clock.lap("node scripts")
         if failed:
             name, out = failed[0]
             raise EnvironmentProblem(f"configuring {name} failed: {out.splitlines()[-1]}")
@@ -195,6 +203,7 @@ class MininetBackend:
             _run(["sh", "-c", "\n".join(gro_off_command(dev) for dev in plan.root_gro_off)])
         if plan.root_tc:
             _run_batch("tc", plan.root_tc)
+        clock.lap("root shaping")
 
     def _node(self, host: str) -> Any:
         if self._net is not None:
@@ -224,6 +233,20 @@ class MininetBackend:
         bridges, self._bridges = self._bridges, []
         if bridges:  # the bridges, and the veths between two of them
             _run_batch("ip", [f"link del {name}" for name in bridges], check=False)
+
+
+class _PhaseClock:
+    """Writes the seconds since the previous lap into ``into[name]``."""
+
+    def __init__(self, into: Dict[str, float]) -> None:
+        self.into = into
+        into.clear()
+        self.last = time.monotonic()
+
+    def lap(self, name: str) -> None:
+        now = time.monotonic()
+        self.into[name] = round(now - self.last, 4)
+        self.last = now
 
 
 def import_mininet() -> None:

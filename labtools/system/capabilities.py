@@ -133,7 +133,7 @@ def parse_version(name: str, text: str) -> str:
     return match.group(1).rstrip(",")
 
 
-def tool_info(name: str, timeout_s: float = 5.0) -> ToolInfo:
+def tool_info(name: str, timeout_s: float = 20.0) -> ToolInfo:
     """Find tool ``name`` and ask its version (some tools exit 1 after printing it)."""
     path = find_tool(name)
     if path is None:

@@ -1,0 +1,153 @@
+"""`make bench`: every benchmark in one run, then BENCHMARKS.md and benchmarks/results/bench.json.
+
+1. the five-test-case demonstration (`make demo`'s command, the VM's boot included),
+   ``--repeat`` times: its wall time, and the kit's ratios to the physics;
+2. the same figures taken by hand (benchmarks/naive.py) on the same topology;
+3. network start-up: the kit against plain Mininet (benchmarks/startup.py);
+4. scale: star and tree networks of 10 to 1000 hosts, natively and in the VM
+   (benchmarks/scale.py);
+5. tool overhead: simpleperf against iperf3 (benchmarks/simpleperf_vs_iperf3.py);
+6. the machine's own calibration (what the lab measured at its last start).
+
+Parts that need netem run inside the lab VM when this kernel has none (`labtools vm`).
+Takes about an hour under software emulation; ``--repeat 1`` for a quick look (spreads
+then have one value). ``--only demo,startup`` runs some parts and keeps the others' last
+results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List
+
+from common import RESULTS, ROOT, machine_info, say, spread, write_json
+
+PY = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").is_dir() else sys.executable
+LABTOOLS = str(Path(PY).parent / "labtools")
+PARTS = ("demo", "naive", "startup", "scale", "overhead")
+VM_MEMORY = "6G"  # 1000 hosts, each a shell in its own namespace
+
+
+def needs_vm() -> bool:
+    from labtools.system.capabilities import native_network_ok
+
+    return not native_network_ok()
+
+
+def in_lab_vm(argv: List[str], timeout_s: int = 7200) -> None:
+    """Run ``argv`` where netem works: here, or in the lab VM (which then boots)."""
+    full = ([LABTOOLS, "vm", "--memory", VM_MEMORY, "--timeout", str(timeout_s), "--"]
+            if needs_vm() else []) + argv
+    subprocess.run(full, cwd=str(ROOT), check=True)
+
+
+def demo(repeat: int) -> Dict[str, Any]:
+    """`make demo`'s command, timed from the shell (the VM's boot included)."""
+    work = RESULTS / "demo"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    runs = []
+    for i in range(repeat):
+        say(f"demo {i + 1}/{repeat}: labtools run portfolio all --duration 10")
+        start = time.monotonic()
+        proc = subprocess.run([LABTOOLS, "run", "portfolio", "all", "--duration", "10", "--json",
+                               "--results", str(work / f"demo-{i}.sqlite")],
+                              cwd=str(ROOT), capture_output=True, text=True, check=False)
+        wall = time.monotonic() - start
+        if proc.returncode != 0:
+            raise RuntimeError(f"the demo failed: {proc.stderr[-600:]}")
+        runs.append({"wall_s": wall, "result": json.loads(proc.stdout),
+                     "log": proc.stderr[-4000:]})
+    return {"wall_s": spread([r["wall_s"] for r in runs]), "kit_ratios": kit_ratios(runs),
+            "runs": runs}
+
+
+#: the kit's figure -> (case, verdict metric) whose measured / expected it is
+KIT_FIGURES = {
+    "min RTT / expected": ("path", "rtt_min"),
+    "receiver goodput (warm-up left out) / ceiling": ("path", "receiver_rate"),
+    "Jain's index of the multiplexing cases": ("mux", "Jain's index (per connection)"),
+    "UDP capacity estimate / expected": ("udp", "capacity estimate"),
+}
+
+
+def kit_ratios(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
+    out = {}
+    for figure, (case, metric) in KIT_FIGURES.items():
+        values = []
+        for run in runs:
+            for c in run["result"]["cases"]:
+                if c["case"] != case:
+                    continue
+                for row in c["rows"]:
+                    if row["metric"] == metric and row.get("measured") is not None:
+                        values.append(row["measured"] if "Jain" in metric
+                                      else row["measured"] / row["expected"])
+        out[figure] = spread(values)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--only", default=",".join(PARTS))
+    args = parser.parse_args()
+    only = [p.strip() for p in args.only.split(",") if p.strip()]
+    unknown = sorted(set(only) - set(PARTS))
+    if unknown:
+        print(f"bench: unknown part(s) {', '.join(unknown)}; parts: {', '.join(PARTS)}",
+              file=sys.stderr)
+        return 2
+    if os.geteuid() != 0:
+        print("bench: run as root (networks need it)", file=sys.stderr)
+        return 1
+    out_file = RESULTS / "bench.json"
+    data: Dict[str, Any] = json.loads(out_file.read_text()) if out_file.is_file() else {}
+    data["machine"] = machine_info()
+    data["vm_for_netem"] = needs_vm()
+    began = time.monotonic()
+    r = str(args.repeat)
+    if "demo" in only:
+        data["demo"] = demo(args.repeat)
+    if "naive" in only:
+        in_lab_vm([PY, "benchmarks/naive.py", "--repeat", r, "--out", str(RESULTS / "naive.json")])
+        data["naive"] = json.loads((RESULTS / "naive.json").read_text())
+    if "startup" in only:
+        in_lab_vm([PY, "benchmarks/startup.py", "--repeat", r,
+                   "--out", str(RESULTS / "startup.json")])
+        data["startup"] = json.loads((RESULTS / "startup.json").read_text())
+    if "scale" in only:
+        say("scale: natively")
+        subprocess.run([PY, "benchmarks/scale.py", "--repeat", r, "--mininet-max", "1000",
+                        "--out", str(RESULTS / "scale-native.json")], cwd=str(ROOT), check=True)
+        data["scale_native"] = json.loads((RESULTS / "scale-native.json").read_text())
+        if needs_vm():
+            in_lab_vm([PY, "benchmarks/scale.py", "--repeat", "1",
+                       "--out", str(RESULTS / "scale-vm.json")])
+            data["scale_vm"] = json.loads((RESULTS / "scale-vm.json").read_text())
+    if "overhead" in only:
+        subprocess.run([PY, "benchmarks/simpleperf_vs_iperf3.py", "--time", "5", "--repeat", r,
+                        "--paced"], cwd=str(ROOT), check=True)
+        data["overhead"] = json.loads((RESULTS / "simpleperf_vs_iperf3.json").read_text())
+    from labtools.lab.calibration import last_calibration
+
+    machine = last_calibration()
+    data["calibration"] = None if machine is None else machine.as_dict()
+    data["took_s"] = round(time.monotonic() - began)
+    write_json(out_file, data)
+    from report import write_report
+
+    write_report(data, ROOT / "BENCHMARKS.md")
+    say(f"wrote {out_file} and BENCHMARKS.md in {data['took_s']} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""What every benchmark shares: the machine it ran on, spreads of repeated runs, JSON out.
+
+Benchmarks measure; they are not tests. Every figure is reported as the spread of repeated
+runs (min, median, max), with the machine, kernel, emulation mode and tool versions of
+the run, so numbers from different machines are never mixed up.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, TypeVar
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+sys.path.insert(0, str(ROOT))
+
+T = TypeVar("T")
+
+
+def spread(values: Sequence[Optional[float]], digits: int = 3) -> Dict[str, Any]:
+    """``{"min", "median", "max", "n", "values"}`` of the numbers (``None``s left out)."""
+    got = [float(v) for v in values if v is not None]
+    if not got:
+        return {"min": None, "median": None, "max": None, "n": 0, "values": []}
+    return {"min": round(min(got), digits), "median": round(statistics.median(got), digits),
+            "max": round(max(got), digits), "n": len(got),
+            "values": [round(v, digits) for v in got]}
+
+
+def fmt(s: Dict[str, Any], unit: str = "", digits: int = 2) -> str:
+    """``median (min-max) unit`` of a spread, for tables."""
+    if not s or s.get("median") is None:
+        return "-"
+    u = f" {unit}" if unit else ""
+    if s["n"] == 1 or s["min"] == s["max"]:
+        return f"{s['median']:.{digits}f}{u}"
+    return f"{s['median']:.{digits}f} ({s['min']:.{digits}f}-{s['max']:.{digits}f}){u}"
+
+
+def timed(fn: Callable[[], T]) -> Tuple[float, T]:
+    """(seconds, result) of ``fn()``."""
+    start = time.monotonic()
+    result = fn()
+    return time.monotonic() - start, result
+
+
+def _first_line(argv: Sequence[str]) -> str:
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    text = (out.stdout or out.stderr).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def machine_info() -> Dict[str, Any]:
+    """The machine, kernel, emulation mode and versions a benchmark ran with."""
+    from labtools import __version__
+    from labtools.lab.calibration import emulation_mode
+    from labtools.system.capabilities import tool_info
+
+    cpu = ""
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    mem_kib = next((int(line.split()[1]) for line in Path("/proc/meminfo").read_text()
+                    .splitlines() if line.startswith("MemTotal:")), 0)
+    commit = _first_line(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"])
+    return {
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "host": platform.node(), "cpu": cpu, "cores": os.cpu_count(),
+        "memory_gib": round(mem_kib / 2**20, 1), "kernel": platform.release(),
+        "emulation": emulation_mode(), "python": platform.python_version(),
+        "labtools": __version__, "commit": commit,
+        "versions": {t: tool_info(t).version for t in ("iperf3", "iperf", "ping", "qemu", "vng")},
+        "mininet": _mininet_version(),
+    }
+
+
+def _mininet_version() -> str:
+    try:
+        from labtools.lab.network import import_mininet
+
+        import_mininet()
+        import mininet.net
+
+        return str(getattr(mininet.net, "VERSION", ""))
+    except ImportError:
+        return ""
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write ``data`` as indented JSON, creating the folder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def say(text: str) -> None:
+    """Progress on stderr (benchmarks run for many minutes)."""
+    print(f"[bench {time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
