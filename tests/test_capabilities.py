@@ -205,3 +205,16 @@ def test_doctor_shows_the_last_calibration_and_whether_the_lab_fits(tmp_path, mo
     assert "run it with rate_scale=0.5 " in lines[1]
     calibration.remember(MachineProfile(0.1, 0.3, load * 10, "native", "2026-11-22T22:00", 5))
     assert "fit what this machine forwards" in calibration.calibration_lines(topo)[1]
+
+
+def test_where_the_kernel_has_netem_the_vm_runner_checks_say_not_needed(monkeypatch):
+    monkeypatch.setattr(caps, "kernel_has_netem", lambda: (True, "sch_netem works"))
+
+    def no_probe(**kw):
+        raise AssertionError("the KVM probe must not run where netem works")
+
+    monkeypatch.setattr(caps, "kvm_usable", no_probe)
+    by_name = {c.name: c for c in doctor_cmd.collect_checks()}
+    for name in doctor_cmd.VM_ONLY:
+        assert by_name[name].ok and by_name[name].detail.startswith("not needed")
+        assert doctor_cmd.format_line(by_name[name]).startswith("ok   ")

@@ -136,8 +136,14 @@ def test_a_wrong_answer_loses_exactly_its_cells_points_and_gets_its_explanation(
                        course)
     html = (course / "feedback" / "student2" / ASSIGNMENT /
             "00-getting-started.html").read_text()
-    assert "you gave the one-way delay" in html
-    assert "expected</th>" not in html  # the table of answers has no expected column
+    answers = next(t for t in html.split("<table")[1:] if "you gave the one-way delay" in t)
+    header = answers.split("</thead>")[0]
+    assert "answer</th>" in header and "expected" not in header  # no expected column
+    from labtools.model.catalog import load_topology
+    from labtools.model.expect import expect_pair
+
+    rtt_ms = expect_pair(load_topology("portfolio,variant=student1"), "h1", "h4").rtt_ms
+    assert f"{rtt_ms:g}" not in answers.split("</table>")[0]  # nor the expected RTT
 
 
 def test_a_missing_results_file_loses_exactly_the_measured_checks(course, full):

@@ -190,7 +190,7 @@ def test_solution_runs_top_to_bottom_on_a_real_network(name, tmp_path, monkeypat
 
 
 #: calls that measure (their results, and whatever is computed from them, are measurements)
-MEASURING_CALLS = ("probes.", "capacity_search(")
+MEASURING_CALLS = ("probes.", "capacity_search(", "ping_under_load(")
 
 
 def _names(source: str):
@@ -227,3 +227,29 @@ def test_grade_cells_that_need_a_measurement_are_tagged_measured(solution):
         if any(call in cell.source for call in MEASURING_CALLS) or loaded & measured:
             measured |= stored - {"lab", "topo"}
     assert any(tagged) and not all(tagged), name
+
+
+def test_measured_checks_read_the_measurement_before_the_students_answer(solution):
+    """Without a results file a measured check must fail with the replay's own reason
+    ("... has no recorded measurement for ping(...)"), not with a NameError about a name
+    whose cell failed for that same reason. So its first statement reads, of what was
+    measured, only the probes' own results (which replay as a missing measurement): no
+    answer, no table derived from a measurement in another cell."""
+    import ast
+
+    name, nb = solution
+    measured: set = set()
+    probe_results: set = set()
+    for cell in _code_cells(nb):
+        stored, loaded = _names(cell.source)
+        if "measured" in cell.metadata.get("tags", []):
+            first = ast.parse(cell.source).body[0]
+            reads = {n.id for n in ast.walk(first)
+                     if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+            assert reads & measured <= probe_results, (name, cell.id, reads & measured)
+        for statement in ast.parse(cell.source).body:
+            text = ast.get_source_segment(cell.source, statement) or ""
+            if any(call in text for call in MEASURING_CALLS):
+                probe_results |= _names(text)[0] - {"lab", "topo"}
+        if any(call in cell.source for call in MEASURING_CALLS) or loaded & measured:
+            measured |= stored - {"lab", "topo"}

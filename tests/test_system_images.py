@@ -86,3 +86,12 @@ def test_the_vagrantfile_passes_the_forwarded_port_to_the_provisioner():
     assert vagrant["LABTOOLS_VENV"] == "/opt/labtools/venv"
     assert vagrant["command"] == "bash /home/vagrant/lab/scripts/setup.sh --service"
     assert 'run: "always"' in VAGRANTFILE.read_text()
+
+
+def test_the_closing_message_names_what_the_provisioning_check_runs():
+    """vagrant up's message tells students two commands; the check runs exactly those."""
+    text = VAGRANTFILE.read_text()
+    stage = (Path(__file__).parent / "system" / "stage_provision.sh").read_text()
+    for command in ("sudo labtools-lab-url", "sudo labtools doctor"):
+        assert f"vagrant ssh -c '{command}'" in text
+        assert f"runuser -u vagrant -- {command}" in stage

@@ -31,7 +31,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 from labtools.errors import EnvironmentProblem, InputError
 
 #: bump when the way images are made changes (old cache entries are then not reused)
-IMAGE_FORMAT = 3
+IMAGE_FORMAT = 4
 #: tag and mount point of the 9p share that stands in for Vagrant's synced folder
 REPO_TAG, REPO_MOUNT = "lab", "/home/vagrant/lab"
 #: tag and mount point of the share the host and the booted system talk through
@@ -161,6 +161,8 @@ def system_files(r: Recipe) -> Dict[str, str]:
         "etc/systemd/network/80-dhcp.network": network,
         "etc/systemd/system/labtools-stage.service": hook,
         "etc/sudoers.d/vagrant": "vagrant ALL=(ALL) NOPASSWD: ALL\n",
+        # loaded before local file systems are mounted, so the 9p shares in fstab find them
+        "etc/modules-load.d/9p.conf": "9p\n9pnet_virtio\n",
     }
 
 

@@ -135,7 +135,8 @@ def execute(path: Path, timeout_s: int = 900, cwd: Optional[Path] = None,
     nb = nbformat.read(str(path), as_version=4)
     km = KernelManager(kernel_name=kernel, shutdown_wait_time=KERNEL_SHUTDOWN_WAIT_S)
     client = NotebookClient(nb, km=km, timeout=timeout_s, kernel_name=kernel,
-                            startup_timeout=KERNEL_STARTUP_S, resources={"metadata": {"path": str(cwd or path.parent)}},
+                            startup_timeout=KERNEL_STARTUP_S,
+                            resources={"metadata": {"path": str(cwd or path.parent)}},
                             timeout_func=lambda cell: cell_timeout(cell, timeout_s))
     try:
         client.execute(cleanup_kc=True)  # shut the kernel down gracefully, even though we made km
