@@ -95,3 +95,18 @@ def test_the_closing_message_names_what_the_provisioning_check_runs():
     for command in ("sudo labtools-lab-url", "sudo labtools doctor"):
         assert f"vagrant ssh -c '{command}'" in text
         assert f"runuser -u vagrant -- {command}" in stage
+
+
+def test_the_system_trusts_what_this_host_trusts(tmp_path, monkeypatch):
+    cas = tmp_path / "ca-certificates"
+    cas.mkdir()
+    (cas / "proxy.crt").write_text("-----BEGIN CERTIFICATE-----\nx\n")
+    (cas / "notes.txt").write_text("not a certificate")
+    pip_conf = tmp_path / "pip.conf"
+    monkeypatch.setattr(images, "HOST_TRUST", (cas, pip_conf, tmp_path / "absent"))
+    before = images.host_trust_key()
+    assert set(images.host_trust_files()) == {str(cas / "proxy.crt").lstrip("/")}
+    pip_conf.write_text("[global]\ncert = /etc/ssl/certs/ca-certificates.crt\n")
+    assert str(pip_conf).lstrip("/") in images.host_trust_files()
+    assert images.host_trust_key() != before  # another host set-up, another cached image
+    assert ["update-ca-certificates"] in images.chroot_commands()

@@ -11,6 +11,11 @@ The pristine image is cached per recipe (``/var/cache/labtools/images`` or
 ``$LABTOOLS_IMAGE_CACHE``): it is never booted, each check boots a copy, so the cache
 cannot carry one run's changes into the next.
 
+The system gets this host's network as it is: where the host trusts certificate
+authorities of its own (a TLS-inspecting proxy's, in ``/usr/local/share/ca-certificates``)
+and tells pip to use the system's store (``/etc/pip.conf``), the system does the same, or
+downloads over HTTPS would fail there for a reason that has nothing to do with the kit.
+
 Stages: :func:`debootstrap_command` and the ``*_files`` functions are pure;
 :func:`build_image` runs them (minutes, needs root and the network).
 """
@@ -166,9 +171,32 @@ def system_files(r: Recipe) -> Dict[str, str]:
     }
 
 
+#: what the system copies of this host's network set-up (see the module docstring)
+HOST_TRUST = (Path("/usr/local/share/ca-certificates"), Path("/etc/pip.conf"))
+
+
+def host_trust_files() -> Dict[str, bytes]:
+    """This host's extra CA certificates and pip setting (path in the system -> content)."""
+    found: Dict[str, bytes] = {}
+    for path in HOST_TRUST:
+        files = sorted(path.glob("*.crt")) if path.is_dir() else [path] if path.is_file() else []
+        for f in files:
+            found[str(f).lstrip("/")] = f.read_bytes()
+    return found
+
+
+def host_trust_key() -> str:
+    """A short hash of :func:`host_trust_files` (part of the cache key)."""
+    digest = hashlib.sha256()
+    for rel, content in sorted(host_trust_files().items()):
+        digest.update(rel.encode() + b"\0" + content)
+    return digest.hexdigest()[:8]
+
+
 def chroot_commands() -> List[List[str]]:
     """Commands run inside the new root file system to finish it (user, services)."""
     return [
+        ["update-ca-certificates"],
         ["useradd", "--create-home", "--shell", "/bin/bash", "vagrant"],
         ["systemctl", "enable", "systemd-networkd", "labtools-stage.service"],
         ["systemctl", "mask", "getty@tty1.service"],
@@ -194,6 +222,10 @@ def _finish_root(r: Recipe, root: Path, log: Path) -> Tuple[Path, Path]:
             path.unlink()
         path.write_text(text)
     os.chmod(root / "etc/sudoers.d/vagrant", 0o440)
+    for rel, content in host_trust_files().items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
     for argv in chroot_commands():
         _run(["chroot", str(root), *argv], f"{argv[0]} in the new system", log)
     kernels = sorted((root / "boot").glob("vmlinuz-*"))
@@ -203,9 +235,14 @@ def _finish_root(r: Recipe, root: Path, log: Path) -> Tuple[Path, Path]:
     return kernels[-1], initrds[-1]
 
 
+def cache_folder(r: Recipe) -> Path:
+    """Where the image of ``r`` made on this host is kept."""
+    return cache_root() / f"{r.name}-{r.key()}-{host_trust_key()}"
+
+
 def cached(r: Recipe) -> Optional[SystemImage]:
     """The cached image of ``r`` if a complete one exists."""
-    folder = cache_root() / f"{r.name}-{r.key()}"
+    folder = cache_folder(r)
     meta_file = folder / "image.json"
     if not meta_file.is_file():
         return None
@@ -226,7 +263,7 @@ def build_image(r: Recipe, say: Callable[[str], None] = print) -> SystemImage:
     for tool in ("debootstrap", "mkfs.ext4", "chroot"):
         if shutil.which(tool) is None:
             raise EnvironmentProblem(f"{tool} is missing (scripts/setup.sh --test installs it)")
-    folder = cache_root() / f"{r.name}-{r.key()}"
+    folder = cache_folder(r)
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / "build.log"
     start = time.monotonic()
