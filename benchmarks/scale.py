@@ -64,7 +64,7 @@ def kit_once(spec: str) -> Dict[str, Any]:
 
 def mininet_once(spec: str) -> Dict[str, Any]:
     from mininet.net import Mininet
-    from mininet.node import LinuxBridge
+    from mininet.nodelib import LinuxBridge
 
     from labtools.lab.network import import_mininet, to_mininet_topo
     from labtools.model.catalog import load_topology

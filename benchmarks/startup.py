@@ -63,7 +63,7 @@ def mininet_api() -> Dict[str, Any]:
     """One build+start and stop of the same topology with plain Mininet."""
     from mininet.link import TCLink
     from mininet.net import Mininet
-    from mininet.node import LinuxBridge
+    from mininet.nodelib import LinuxBridge
 
     from labtools.lab.network import import_mininet, to_mininet_topo
     from labtools.model.catalog import load_topology

@@ -53,7 +53,7 @@ Environment=PATH=$venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sb
 Environment=MPLCONFIGDIR=$here/.cache/matplotlib
 WorkingDirectory=$here
 ExecStartPre=-$venv/bin/labtools clean
-ExecStart=$venv/bin/jupyter lab --no-browser --allow-root --ip=0.0.0.0 --port=8888 --ServerApp.port_retries=0 --ServerApp.root_dir=$here --KernelManager.shutdown_wait_time=120
+ExecStart=$venv/bin/jupyter lab --no-browser --allow-root --ip=0.0.0.0 --port=8888 --ServerApp.port_retries=0 --ServerApp.root_dir=$here --KernelManager.shutdown_wait_time=120 --ServerApp.kernel_manager_class=labtools.teach.lab_server.LabKernelManager
 Restart=on-failure
 
 [Install]

@@ -23,7 +23,8 @@ if [ "${1:-}" = "--serve" ]; then
     exec "$venv/bin/jupyter" lab --no-browser --allow-root \
         --ip="${LABTOOLS_VM_ADDR:-127.0.0.1}" --port="$port" --ServerApp.port_retries=0 \
         --ServerApp.root_dir="$here" --KernelManager.shutdown_wait_time=120 \
-        --ServerApp.custom_display_url="http://127.0.0.1:$port/lab"
+        --ServerApp.custom_display_url="http://127.0.0.1:$port/lab" \
+        --ServerApp.kernel_manager_class=labtools.teach.lab_server.LabKernelManager
 fi
 
 case "$port" in ''|*[!0-9]*) echo "[lab] LAB_PORT must be a port number" >&2; exit 2 ;; esac

@@ -55,6 +55,22 @@ installed_before=$(dpkg-query -W -f='${Package}\n' 2>/dev/null | wc -l)
 install_missing python3 python3-venv python3-pip python3-dev \
     mininet iperf iperf3 iputils-ping bridge-utils iproute2 procps psmisc util-linux kmod \
     openvswitch-switch openvswitch-testcontroller
+# Mininet starts its own OpenFlow controller on port 6653 for each network; the package's
+# own controller service would hold that port ("Please shut down the controller which is
+# running on port 6653") and listen on every address. Only the program is needed.
+# (A SysV script: `systemctl disable --now` disables it but leaves it running.)
+if [ -d /run/systemd/system ] && systemctl is-enabled --quiet openvswitch-testcontroller 2>/dev/null; then
+    say "disabling the package's standing OpenFlow controller (Mininet starts its own)"
+    systemctl disable --quiet openvswitch-testcontroller 2>/dev/null || true
+    systemctl stop openvswitch-testcontroller 2>/dev/null || true
+fi
+controller_pid=/var/run/openvswitch/ovs-testcontroller.pid  # the package's daemon only
+if [ -f "$controller_pid" ] && start-stop-daemon --status --pidfile "$controller_pid" \
+        --exec /usr/bin/ovs-testcontroller; then
+    say "stopping the package's standing OpenFlow controller (port 6653)"
+    start-stop-daemon --stop --quiet --retry 5 --pidfile "$controller_pid" \
+        --exec /usr/bin/ovs-testcontroller || true
+fi
 # `make test`: the browser test drives Debian's/Ubuntu's Chromium; the provisioning test
 # boots a fresh system made by debootstrap (packed with mkfs.ext4 from e2fsprogs).
 if [ "$testing" = yes ]; then

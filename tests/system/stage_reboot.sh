@@ -12,6 +12,12 @@ ss -Hltn > "$ctl/listening-2.txt"
 touch "$ctl/ready-2"
 say "ready 2: waiting for the host's checks"
 for _ in $(seq 1 900); do [ -e "$ctl/host-done-2" ] && break; sleep 1; done
+# What a student types first in the VM: plain Mininet, Open vSwitch and its own controller.
+say "plain mn --custom (Open vSwitch, Mininet's controller)"
+(cd /home/vagrant/lab && timeout 300 mn --custom topologies/line.py --topo line,n=2 \
+    --test pingall) > "$ctl/mn-2.txt" 2>&1
+echo $? > "$ctl/mn-2.status"
+mn -c > /dev/null 2>&1
 touch "$ctl/stage-2-done"
 say "powering off"
 systemctl poweroff
