@@ -254,6 +254,7 @@ def finished(lab, browser):
     else:
         raise AssertionError(f"run all cells did not finish within {RUN_ALL_TIMEOUT_S} s")
     seen["run_all_s"] = f"{time.monotonic() - start:.0f}"
+    print(f"notebook 00 ran up to its last cell in {seen['run_all_s']} s", flush=True)
     seen["dialogs"] += dialogs(browser)
     seen["toasts"] += toasts(browser)
     browser.save_screenshot(str(SHOTS / "notebook-00-finished.png"))
