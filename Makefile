@@ -50,7 +50,7 @@ students: setup
 	$(VENV)/bin/labtools notebooks build
 
 bench: setup
-	$(VENV)/bin/python benchmarks/bench.py $(if $(REPEAT),--repeat $(REPEAT)) $(if $(ONLY),--only $(ONLY))
+	$(VENV)/bin/python benchmarks/bench.py $(if $(REPEAT),--repeat $(REPEAT)) $(if $(ONLY),--only $(ONLY)) $(if $(VM_SIZES),--vm-sizes $(VM_SIZES))
 
 clean:
 	$(VENV)/bin/labtools clean

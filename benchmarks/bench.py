@@ -98,6 +98,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", default=",".join(PARTS))
+    parser.add_argument("--vm-sizes", default="10,100,500,1000",
+                        help="host counts of the scale part inside the VM")
     args = parser.parse_args()
     only = [p.strip() for p in args.only.split(",") if p.strip()]
     unknown = sorted(set(only) - set(PARTS))
@@ -129,7 +131,7 @@ def main() -> int:
                         "--out", str(RESULTS / "scale-native.json")], cwd=str(ROOT), check=True)
         data["scale_native"] = json.loads((RESULTS / "scale-native.json").read_text())
         if needs_vm():
-            in_lab_vm([PY, "benchmarks/scale.py", "--repeat", "1",
+            in_lab_vm([PY, "benchmarks/scale.py", "--repeat", "1", "--sizes", args.vm_sizes,
                        "--out", str(RESULTS / "scale-vm.json")])
             data["scale_vm"] = json.loads((RESULTS / "scale-vm.json").read_text())
     if "overhead" in only:
