@@ -150,3 +150,21 @@ def test_expect_json_names_the_bounds():
                 "loss_pct", "mathis_limit_mbps", "tcp_limit_mbps"):
         assert key in data
     assert data["max_rtt_ms"] == pytest.approx(120.661, abs=1e-3)
+
+
+def test_expect_text_shows_the_bounds(tmp_path):
+    """The worst RTT, links without a bound and the loss limit, in the text as in the JSON."""
+    text = run_cli(["expect", "portfolio", "h1", "h4"]).stdout
+    assert "worst RTT (full queues) 120.661 ms = 60 + 60.661 ms" in text
+    assert "181.322 ms with both directions' queues full" in text
+    assert "loss" not in text  # no loss on the reference path
+    spec = tmp_path / "lossy.json"
+    spec.write_text(json.dumps({"name": "lossy", "nodes": [
+        {"name": "a"}, {"name": "b"}, {"name": "r", "kind": "router"}], "links": [
+        {"a": "a", "b": "r", "bw_mbps": 10, "delay_ms": 25, "loss_pct": 1, "queue_pkts": 50},
+        {"a": "r", "b": "b", "bw_mbps": 50, "delay_ms": 5}]}))
+    data = json.loads(run_cli(["expect", str(spec), "a", "b", "--json"]).stdout)
+    text = run_cli(["expect", str(spec), "a", "b"]).stdout
+    assert "worst RTT" not in text and "no RTT bound" in text and "r-b" in text
+    assert f"TCP limit from loss     {data['mathis_limit_mbps']:g} Mbit/s (Mathis" in text
+    assert f"TCP can reach           {data['tcp_limit_mbps']:g} Mbit/s" in text

@@ -5,17 +5,18 @@
     labtools expect TOPOLOGY [--json]     # every pair and scenario of the five test cases
 
 Pair keys (JSON): path, links, dst_ip, rtt_ms, bottleneck_mbps, bottleneck_link,
-tcp_goodput_ceiling_mbps, udp_goodput_ceiling_mbps, bdp_bytes (and rtt_with_tx_ms with
---frame-bytes). Flow keys: flows = [{src, dst, connections, share_mbps,
-per_connection_mbps, limited_by}]. Overview keys: topology, link, path (lists of pair
-results), mux, parallel (lists of {spec, flows}).
+tcp_goodput_ceiling_mbps, udp_goodput_ceiling_mbps, bdp_bytes, queue_delay_ms, max_rtt_ms,
+max_rtt_both_loaded_ms, unbounded_links, loss_pct, mathis_limit_mbps, tcp_limit_mbps,
+rate_scale (and rtt_with_tx_ms with --frame-bytes). Flow keys: flows = [{src, dst,
+connections, share_mbps, per_connection_mbps, limited_by}]. Overview keys: topology,
+link, path (lists of pair results), mux, parallel (lists of {spec, flows}).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from typing import Any, Dict
+from typing import Any, Dict, List, Tuple
 
 from labtools.errors import InputError
 
@@ -142,4 +143,27 @@ def _text(result: Dict[str, Any]) -> str:
     ]
     if "rtt_with_tx_ms" in result:
         rows.insert(4, ("RTT with transmission", f"{result['rtt_with_tx_ms']:g} ms"))
+    rows += _bound_rows(result)
     return "\n".join(f"{k:<24}{v}" for k, v in rows)
+
+
+def _bound_rows(result: Dict[str, Any]) -> List[Tuple[str, str]]:
+    """What the network itself can and cannot produce: the worst RTT and the loss limit."""
+    rows: List[Tuple[str, str]] = []
+    if result["max_rtt_ms"] is not None:
+        both = result["max_rtt_both_loaded_ms"]
+        rows.append(("worst RTT (full queues)",
+                     f"{result['max_rtt_ms']:g} ms = {result['rtt_ms']:g} + "
+                     f"{result['queue_delay_ms']:g} ms draining the full queues on the way"
+                     + (f"; {both:g} ms with both directions' queues full" if both else "")))
+    if result["unbounded_links"]:
+        rows.append(("no RTT bound", ", ".join(result["unbounded_links"])
+                     + ": rate-limited without a queue limit (waiting is unbounded)"))
+    if result["loss_pct"]:
+        rows += [("loss on the path", f"{result['loss_pct']:g} %"),
+                 ("TCP limit from loss", _fmt(result["mathis_limit_mbps"], "Mbit/s")
+                  + " (Mathis et al.: MSS / RTT x sqrt(3/2) / sqrt(p); periodic loss, "
+                    "an ACK per segment, no time-outs)"),
+                 ("TCP can reach", _fmt(result["tcp_limit_mbps"], "Mbit/s")
+                  + " (the lower of the ceiling and the loss limit)")]
+    return rows
