@@ -61,6 +61,14 @@ def _first_line(argv: Sequence[str]) -> str:
     return text.splitlines()[0] if text else ""
 
 
+def meminfo_mib(field: str) -> float:
+    """A field of /proc/meminfo (``MemTotal``, ``MemAvailable``...) in MiB."""
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def machine_info() -> Dict[str, Any]:
     """The machine, kernel, emulation mode and versions a benchmark ran with."""
     from labtools import __version__
@@ -72,30 +80,53 @@ def machine_info() -> Dict[str, Any]:
         if line.startswith("model name"):
             cpu = line.split(":", 1)[1].strip()
             break
-    mem_kib = next((int(line.split()[1]) for line in Path("/proc/meminfo").read_text()
-                    .splitlines() if line.startswith("MemTotal:")), 0)
     commit = _first_line(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"])
     return {
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "host": platform.node(), "cpu": cpu, "cores": os.cpu_count(),
-        "memory_gib": round(mem_kib / 2**20, 1), "kernel": platform.release(),
+        "memory_gib": round(meminfo_mib("MemTotal") / 1024, 1), "kernel": platform.release(),
         "emulation": emulation_mode(), "python": platform.python_version(),
         "labtools": __version__, "commit": commit,
-        "versions": {t: tool_info(t).version for t in ("iperf3", "iperf", "ping", "qemu", "vng")},
-        "mininet": _mininet_version(),
+        "versions": {t: tool_info(t).version
+                     for t in ("iperf3", "iperf", "ping", "mn", "qemu", "vng")},
     }
 
 
-def _mininet_version() -> str:
-    try:
-        from labtools.lab.network import import_mininet
+def plain_mininet(spec: str, shaped: bool) -> Dict[str, Any]:
+    """Start and stop time (s) of topology ``spec`` with plain Mininet's Python API (Linux
+    bridges, no controller; TCLink when ``shaped``), as a student's script would."""
+    from labtools.lab.network import import_mininet, to_mininet_topo
+    from labtools.model.catalog import load_topology
 
-        import_mininet()
-        import mininet.net
+    import_mininet()
+    from mininet.link import Link, TCLink
+    from mininet.net import Mininet
+    from mininet.nodelib import LinuxBridge
 
-        return str(getattr(mininet.net, "VERSION", ""))
-    except ImportError:
-        return ""
+    topo = to_mininet_topo(load_topology(spec), "lxbr")
+
+    def build_and_start() -> Any:  # Mininet(...) builds the network; start() brings it up
+        net = Mininet(topo=topo, switch=LinuxBridge, controller=None,
+                      link=TCLink if shaped else Link, autoSetMacs=True, waitConnected=False)
+        net.start()
+        return net
+
+    start_s, net = timed(build_and_start)
+    stop_s, _ = timed(net.stop)
+    return {"start_s": start_s, "stop_s": stop_s}
+
+
+def run_repeated(doc: str, name: str, run: Callable[[int], Any]) -> int:
+    """The command line of a benchmark that takes ``--repeat`` and writes JSON to ``--out``
+    (default ``benchmarks/results/NAME.json``)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=RESULTS / f"{name}.json")
+    args = parser.parse_args()
+    write_json(args.out, run(args.repeat))
+    return 0
 
 
 def write_json(path: Path, data: Any) -> None:

@@ -19,21 +19,14 @@ bottleneck, a fair share), so it can sit beside the kit's own ratios.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
-from pathlib import Path
 from typing import Any, Dict, List
 
-from common import ROOT, say, spread, write_json
+from common import run_repeated, say, spread
 
 TOPOLOGY = "portfolio"
 PORT = 5701
-
-
-def jain(values: List[float]) -> float:
-    total, squares = sum(values), sum(v * v for v in values)
-    return total * total / (len(values) * squares) if squares else 0.0
 
 
 def one_network() -> Dict[str, List[float]]:
@@ -83,6 +76,7 @@ def _flows_by_hand(lab: Any, spec: List[str]) -> float:
     of the senders' own numbers."""
     from contextlib import ExitStack
 
+    from labtools.model.fairness import jain_index
     from labtools.tools.parsers import parse
 
     say(f"naive: {' + '.join(spec)} started one after the other")
@@ -97,7 +91,7 @@ def _flows_by_hand(lab: Any, spec: List[str]) -> float:
                                                  str(PORT + 10 + i), "-J"]))
             time.sleep(1.0)  # a student starting the next one
         outputs = [p.communicate(timeout=60)[0] for p in procs]
-    return jain([parse("iperf3", out).summary["sender_mbps"] for out in outputs])
+    return jain_index([parse("iperf3", out).summary["sender_mbps"] for out in outputs])
 
 
 def run(repeat: int) -> Dict[str, Any]:
@@ -111,12 +105,7 @@ def run(repeat: int) -> Dict[str, Any]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/naive.json")
-    args = parser.parse_args()
-    write_json(args.out, run(args.repeat))
-    return 0
+    return run_repeated(__doc__, "naive", run)
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ def _machine(d: Dict[str, Any]) -> List[str]:
         f"- networks with delay ran {where}; VM runner: QEMU {v.get('qemu')}, "
         f"virtme-ng {v.get('vng')} (software emulation unless KVM works)",
         f"- iperf3 {v.get('iperf3')}, iperf {v.get('iperf')}, ping {v.get('ping')}, "
-        f"Mininet {m.get('mininet')}; labtools {m['labtools']} ({m['commit']})",
+        f"Mininet {v.get('mn')}; labtools {m['labtools']} ({m['commit']})",
         f"- every figure: median (min-max) of the repeated runs; the whole run took "
         f"{d.get('took_s', 0) / 60:.0f} min", "",
     ]

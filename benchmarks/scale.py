@@ -20,17 +20,10 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from common import ROOT, say, spread, timed, write_json
+from common import ROOT, meminfo_mib, plain_mininet, say, spread, timed, write_json
 
 KINDS = {"star": "star,hosts={n}", "tree": "tree,hosts={n},fanout=10"}
 LIMIT_S = 300.0
-
-
-def mem_available_mib() -> float:
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemAvailable:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def ping_sample(backend: Any, topo: Any) -> Optional[float]:
@@ -51,37 +44,15 @@ def kit_once(spec: str) -> Dict[str, Any]:
 
     topo = load_topology(spec)
     backend = MininetBackend(topo, "lxbr")
-    before = mem_available_mib()
+    before = meminfo_mib("MemAvailable")
     start_s, _ = timed(backend.start)
-    used = before - mem_available_mib()
+    used = before - meminfo_mib("MemAvailable")
     try:
         rtt = ping_sample(backend, topo)
     finally:
         stop_s, _ = timed(backend.stop)
     return {"start_s": start_s, "stop_s": stop_s, "memory_mib": used, "ping_ms": rtt,
             "phases": dict(backend.phase_s)}
-
-
-def mininet_once(spec: str) -> Dict[str, Any]:
-    from mininet.net import Mininet
-    from mininet.nodelib import LinuxBridge
-
-    from labtools.lab.network import import_mininet, to_mininet_topo
-    from labtools.model.catalog import load_topology
-
-    import_mininet()
-    topo = to_mininet_topo(load_topology(spec), "lxbr")
-    holder: List[Any] = []
-
-    def start() -> None:
-        net = Mininet(topo=topo, switch=LinuxBridge, controller=None, autoSetMacs=True,
-                      waitConnected=False)
-        holder.append(net)
-        net.start()
-
-    start_s, _ = timed(start)
-    stop_s, _ = timed(holder[0].stop)
-    return {"start_s": start_s, "stop_s": stop_s}
 
 
 def run(sizes: List[int], repeat: int, limit_s: float, mininet_max: int) -> Dict[str, Any]:
@@ -105,7 +76,7 @@ def run(sizes: List[int], repeat: int, limit_s: float, mininet_max: int) -> Dict
             row["runs"] = runs
             if n <= mininet_max:
                 say(f"scale: {spec} with plain Mininet")
-                row["mininet"] = mininet_once(spec)
+                row["mininet"] = plain_mininet(spec, shaped=False)
             rows[str(n)] = row
             stopped = max(r["start_s"] for r in runs) > limit_s
         out["kinds"][kind] = rows

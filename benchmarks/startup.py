@@ -20,16 +20,14 @@ One extra kit start runs under cProfile; its top functions are kept.
 
 from __future__ import annotations
 
-import argparse
 import cProfile
 import io
 import pstats
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any, Dict, List
 
-from common import ROOT, say, spread, timed, write_json
+from common import ROOT, plain_mininet, run_repeated, say, spread, timed
 
 TOPOLOGY = "portfolio"
 MN_COMMAND = ["mn", "--custom", str(ROOT / "topologies" / "portfolio.py"), "--topo", "portfolio",
@@ -60,27 +58,8 @@ def kit_lab() -> Dict[str, Any]:
 
 
 def mininet_api() -> Dict[str, Any]:
-    """One build+start and stop of the same topology with plain Mininet."""
-    from mininet.link import TCLink
-    from mininet.net import Mininet
-    from mininet.nodelib import LinuxBridge
-
-    from labtools.lab.network import import_mininet, to_mininet_topo
-    from labtools.model.catalog import load_topology
-
-    import_mininet()
-    topo = to_mininet_topo(load_topology(TOPOLOGY), "lxbr")
-    holder: List[Any] = []
-
-    def start() -> None:
-        net = Mininet(topo=topo, switch=LinuxBridge, controller=None, link=TCLink,
-                      autoSetMacs=True, waitConnected=False)
-        holder.append(net)
-        net.start()
-
-    start_s, _ = timed(start)
-    stop_s, _ = timed(holder[0].stop)
-    return {"start_s": start_s, "stop_s": stop_s}
+    """One build+start and stop of the same topology with plain Mininet (TCLink)."""
+    return plain_mininet(TOPOLOGY, shaped=True)
 
 
 def mn_command() -> Dict[str, Any]:
@@ -134,12 +113,7 @@ def run(repeat: int) -> Dict[str, Any]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/startup.json")
-    args = parser.parse_args()
-    write_json(args.out, run(args.repeat))
-    return 0
+    return run_repeated(__doc__, "startup", run)
 
 
 if __name__ == "__main__":
