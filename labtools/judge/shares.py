@@ -92,10 +92,9 @@ def _shared_capacity(topo: Topology, flows: Sequence[Flow],
     (each direction of a link has its own rate)."""
     limits = set()
     for flow, share in zip(flows, shares):
-        if not share.limited_by:
-            continue
-        index = next(i for i, lk in enumerate(topo.links) if lk.label == share.limited_by)
-        limits |= {key for key in crossings(topo, flow) if key[0] == index}
+        if share.limited_by:
+            limits |= {key for key in crossings(topo, flow)
+                       if topo.links[key[0]].label == share.limited_by}
     if len(limits) != 1:
         return None
     rate = topo.links[limits.pop()[0]].bw_mbps
