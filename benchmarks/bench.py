@@ -43,9 +43,8 @@ def needs_vm() -> bool:
 
 def in_lab_vm(argv: List[str], timeout_s: int = 7200) -> None:
     """Run ``argv`` where netem works: here, or in the lab VM (which then boots)."""
-    full = ([LABTOOLS, "vm", "--memory", VM_MEMORY, "--timeout", str(timeout_s), "--"]
-            if needs_vm() else []) + argv
-    subprocess.run(full, cwd=str(ROOT), check=True)
+    subprocess.run([LABTOOLS, "vm", "--if-needed", "--memory", VM_MEMORY,
+                    "--timeout", str(timeout_s), "--", *argv], cwd=str(ROOT), check=True)
 
 
 def demo(repeat: int) -> Dict[str, Any]:
