@@ -115,6 +115,12 @@ def test_concurrent_flows_are_judged_and_saved_with_their_start(lab):
     conclusive(next(v for v in result.verdicts if v.metric == "sum of shares"))
 
 
+PEER_GONE = {
+    "iperf3: control socket has closed unexpectedly",
+    "iperf3: unable to write to stream socket: Connection reset by peer",
+}
+
+
 def test_killed_server_gives_a_clear_error_and_keeps_the_output(lab):
     errors = []
 
@@ -135,7 +141,8 @@ def test_killed_server_gives_a_clear_error_and_keeps_the_output(lab):
     worker.join(60)
     assert time.monotonic() - started < 30
     assert len(errors) == 1 and type(errors[0]) is ToolError, errors
-    assert str(errors[0]) == "iperf3: control socket has closed unexpectedly"
+    # Which side notices first decides iperf3's own wording; both were seen in CI runs.
+    assert str(errors[0]) in PEER_GONE, errors[0]
     failed = lab.store.runs(status="error").iloc[-1]
     assert failed["error"] == str(errors[0]) and '"error"' in failed["raw_output"]
 
