@@ -115,10 +115,10 @@ def test_concurrent_flows_are_judged_and_saved_with_their_start(lab):
     conclusive(next(v for v in result.verdicts if v.metric == "sum of shares"))
 
 
-PEER_GONE = {
-    "iperf3: control socket has closed unexpectedly",
-    "iperf3: unable to write to stream socket: Connection reset by peer",
-}
+# iperf3's own words for a peer that vanished; which socket notices first varies from run
+# to run (CI saw "control socket has closed unexpectedly" and "unable to write to stream
+# socket: Connection reset by peer").
+PEER_GONE = ("closed unexpectedly", "Connection reset by peer", "Broken pipe")
 
 
 def test_killed_server_gives_a_clear_error_and_keeps_the_output(lab):
@@ -141,8 +141,8 @@ def test_killed_server_gives_a_clear_error_and_keeps_the_output(lab):
     worker.join(60)
     assert time.monotonic() - started < 30
     assert len(errors) == 1 and type(errors[0]) is ToolError, errors
-    # Which side notices first decides iperf3's own wording; both were seen in CI runs.
-    assert str(errors[0]) in PEER_GONE, errors[0]
+    message = str(errors[0])
+    assert message.startswith("iperf3: ") and any(w in message for w in PEER_GONE), message
     failed = lab.store.runs(status="error").iloc[-1]
     assert failed["error"] == str(errors[0]) and '"error"' in failed["raw_output"]
 
