@@ -25,13 +25,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List
 
 from common import RESULTS, ROOT, machine_info, say, spread, write_json
 
 PY = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").is_dir() else sys.executable
 LABTOOLS = str(Path(PY).parent / "labtools")
-PARTS = ("demo", "naive", "startup", "scale", "overhead")
+PARTS = ("naive", "startup", "demo", "scale", "overhead")
 VM_MEMORY = "6G"  # 1000 hosts, each a shell in its own namespace
 
 
@@ -93,6 +93,48 @@ def kit_ratios(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
     return out
 
 
+def part_demo(args: argparse.Namespace) -> Dict[str, Any]:
+    return {"demo": demo(args.repeat)}
+
+
+def part_naive(args: argparse.Namespace) -> Dict[str, Any]:
+    in_lab_vm([PY, "benchmarks/naive.py", "--repeat", str(args.repeat),
+               "--out", str(RESULTS / "naive.json")])
+    return {"naive": json.loads((RESULTS / "naive.json").read_text())}
+
+
+def part_startup(args: argparse.Namespace) -> Dict[str, Any]:
+    in_lab_vm([PY, "benchmarks/startup.py", "--repeat", str(args.repeat),
+               "--out", str(RESULTS / "startup.json")])
+    return {"startup": json.loads((RESULTS / "startup.json").read_text())}
+
+
+def part_scale(args: argparse.Namespace) -> Dict[str, Any]:
+    say("scale: natively")
+    subprocess.run([PY, "benchmarks/scale.py", "--repeat", str(args.repeat), "--mininet-max",
+                    "1000", "--out", str(RESULTS / "scale-native.json")], cwd=str(ROOT),
+                   check=True)
+    out = {"scale_native": json.loads((RESULTS / "scale-native.json").read_text())}
+    if needs_vm():
+        in_lab_vm([PY, "benchmarks/scale.py", "--repeat", "1", "--sizes", args.vm_sizes,
+                   "--out", str(RESULTS / "scale-vm.json")])
+        out["scale_vm"] = json.loads((RESULTS / "scale-vm.json").read_text())
+    return out
+
+
+def part_overhead(args: argparse.Namespace) -> Dict[str, Any]:
+    subprocess.run([PY, "benchmarks/simpleperf_vs_iperf3.py", "--time", "5", "--repeat",
+                    str(args.repeat), "--paced"], cwd=str(ROOT), check=True)
+    return {"overhead": json.loads((RESULTS / "simpleperf_vs_iperf3.json").read_text())}
+
+
+#: part name -> what runs it (each returns the keys it adds to bench.json)
+PART_RUNNERS: Dict[str, Callable[[argparse.Namespace], Dict[str, Any]]] = {
+    "demo": part_demo, "naive": part_naive, "startup": part_startup, "scale": part_scale,
+    "overhead": part_overhead,
+}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
@@ -113,30 +155,20 @@ def main() -> int:
     data: Dict[str, Any] = json.loads(out_file.read_text()) if out_file.is_file() else {}
     data["machine"] = machine_info()
     data["vm_for_netem"] = needs_vm()
+    data["failed"] = {}
+    data.setdefault("part_s", {})
     began = time.monotonic()
-    r = str(args.repeat)
-    if "demo" in only:
-        data["demo"] = demo(args.repeat)
-    if "naive" in only:
-        in_lab_vm([PY, "benchmarks/naive.py", "--repeat", r, "--out", str(RESULTS / "naive.json")])
-        data["naive"] = json.loads((RESULTS / "naive.json").read_text())
-    if "startup" in only:
-        in_lab_vm([PY, "benchmarks/startup.py", "--repeat", r,
-                   "--out", str(RESULTS / "startup.json")])
-        data["startup"] = json.loads((RESULTS / "startup.json").read_text())
-    if "scale" in only:
-        say("scale: natively")
-        subprocess.run([PY, "benchmarks/scale.py", "--repeat", r, "--mininet-max", "1000",
-                        "--out", str(RESULTS / "scale-native.json")], cwd=str(ROOT), check=True)
-        data["scale_native"] = json.loads((RESULTS / "scale-native.json").read_text())
-        if needs_vm():
-            in_lab_vm([PY, "benchmarks/scale.py", "--repeat", "1", "--sizes", args.vm_sizes,
-                       "--out", str(RESULTS / "scale-vm.json")])
-            data["scale_vm"] = json.loads((RESULTS / "scale-vm.json").read_text())
-    if "overhead" in only:
-        subprocess.run([PY, "benchmarks/simpleperf_vs_iperf3.py", "--time", "5", "--repeat", r,
-                        "--paced"], cwd=str(ROOT), check=True)
-        data["overhead"] = json.loads((RESULTS / "simpleperf_vs_iperf3.json").read_text())
+    for part in PARTS:
+        if part not in only:
+            continue
+        part_began = time.monotonic()
+        try:
+            data.update(PART_RUNNERS[part](args))
+        except (RuntimeError, OSError, ValueError, subprocess.CalledProcessError) as err:
+            say(f"{part}: failed: {err}")
+            data["failed"][part] = str(err)[-600:]
+        data["part_s"][part] = round(time.monotonic() - part_began)
+        write_json(out_file, data)  # every finished part is kept, whatever comes next
     from labtools.lab.calibration import last_calibration
 
     machine = last_calibration()
@@ -147,7 +179,7 @@ def main() -> int:
 
     write_report(data, ROOT / "BENCHMARKS.md")
     say(f"wrote {out_file} and BENCHMARKS.md in {data['took_s']} s")
-    return 0
+    return 1 if data["failed"] else 0
 
 
 if __name__ == "__main__":

@@ -143,11 +143,21 @@ def _overhead(d: Dict[str, Any]) -> List[str]:
     return rows + ["", "Raw numbers: `benchmarks/results/simpleperf_vs_iperf3.json`.", ""]
 
 
+def _time_and_failures(d: Dict[str, Any]) -> List[str]:
+    lines = ["## Where this run's time went", "", "| part | seconds |", "|---|---|"]
+    lines += [f"| {part} | {secs} |" for part, secs in d.get("part_s", {}).items()]
+    for part, reason in d.get("failed", {}).items():
+        lines += ["", f"**{part} failed in this run** (its figures above, if any, are from an "
+                      f"earlier run): {reason.splitlines()[-1] if reason else ''}"]
+    return lines + [""]
+
+
 def write_report(data: Dict[str, Any], path: Path) -> None:
     """Write BENCHMARKS.md from the combined results."""
     lines = ["# Benchmarks", "",
              "Written by `make bench` (benchmarks/bench.py); raw numbers in "
              "`benchmarks/results/bench.json`. Benchmarks measure; they are not tests.", ""]
-    for part in (_machine, _demo, _fidelity, _startup, _scale, _overhead):
+    for part in (_machine, _demo, _fidelity, _startup, _scale, _overhead,
+                 _time_and_failures):
         lines += part(data)
     path.write_text("\n".join(lines).rstrip() + "\n")
