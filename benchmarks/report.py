@@ -108,6 +108,14 @@ def _scale_table(title: str, data: Dict[str, Any]) -> List[str]:
             lines.append(f"| {kind} | {n} | {fmt(row['start_s'], '', 1)} | "
                          f"{fmt(row['stop_s'], '', 1)} | {fmt(row['memory_mib'], '', 0)} | "
                          f"{fmt(row['ping_ms'], '', 3)} | {plain} |")
+    limit_s = data.get("limit_s", 300)
+    for kind, rows in data["kinds"].items():
+        fits = [int(n) for n, row in rows.items()
+                if "skipped" not in row and row["start_s"]["max"] is not None
+                and row["start_s"]["max"] <= limit_s]
+        largest = f"{max(fits)} hosts" if fits else "none of the sizes tried"
+        lines.append(f"\nLargest {kind} that started in under {limit_s:.0f} s: {largest} "
+                     f"(sizes tried: {', '.join(rows)}).")
     return lines + [""]
 
 
