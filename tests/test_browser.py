@@ -47,6 +47,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _ctrl_c_reaches_it() -> None:
+    """A terminal's Ctrl-C stops `make lab`. A test run started in the background by a
+    shell without job control (as some CI runners do) inherits SIGINT *ignored*, and so
+    would `make lab`: give it the default action, as in a terminal."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Lab:
     """`make lab`'s script running in the background; its output lines with their times."""
 
@@ -56,7 +63,8 @@ class Lab:
         self.started = time.monotonic()
         self.proc = subprocess.Popen(["bash", str(ROOT / "scripts" / "lab.sh")], cwd=ROOT,
                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True, start_new_session=True)
+                                     text=True, start_new_session=True,
+                                     preexec_fn=_ctrl_c_reaches_it)
         self.lines: List[Tuple[float, str]] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
