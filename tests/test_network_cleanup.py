@@ -52,3 +52,24 @@ def test_sigterm_leaves_nothing_behind(tmp_path):
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=120) != 0
     assert _leftovers() == before
+
+
+def test_a_shell_that_fails_to_start_leaves_nothing_behind(monkeypatch):
+    from labtools.lab import network
+    from labtools.model.catalog import load_topology
+
+    topo = load_topology("dumbbell")
+    failing = topo.names()[len(topo.names()) // 2]
+    real = network._shell_node
+
+    def shell_node(name):
+        if name == failing:
+            raise OSError(f"forced: no shell for {name}")
+        return real(name)
+
+    monkeypatch.setattr(network, "_shell_node", shell_node)
+    before = _leftovers()
+    backend = network.MininetBackend(topo, "lxbr")
+    with pytest.raises(OSError, match="forced"):
+        backend.start()
+    assert _leftovers() == before

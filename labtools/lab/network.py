@@ -29,6 +29,8 @@ from labtools.model.routing import Routing, compute_routing
 from labtools.model.topology import ROUTER, SWITCH, Topology, mininet_link_params
 
 #: switch kinds a user may ask for -> Mininet class names
+#: shells started at once (each mostly waits for its bash to come up)
+SHELLS_AT_ONCE = 8
 SWITCH_KINDS = {"lxbr": "LinuxBridge", "ovs": "OVSBridge"}
 
 
@@ -181,8 +183,7 @@ class MininetBackend:
         plan = plan_network(self._parts())
         clock.lap("plan")
         self._bridges = list(plan.bridges) + list(plan.root_veths)  # removed at stop
-        for name in plan.nodes:  # a shell in a namespace for each
-            self._hosts[name] = _shell_node(name)
+        self._start_shells(list(plan.nodes))
         clock.lap("shells")
         pids = {name: host.pid for name, host in self._hosts.items()}
         _run_batch("ip", [line.format(pid=pids) for line in plan.root_ip])
@@ -204,6 +205,26 @@ class MininetBackend:
         if plan.root_tc:
             _run_batch("tc", plan.root_tc)
         clock.lap("root shaping")
+
+    def _start_shells(self, names: List[str]) -> None:
+        """A shell in a new namespace for each node, several at once: each waits for its
+        bash to start (a third of a second under software emulation). Every shell that
+        started is kept in ``_hosts`` (so ``stop`` removes it) before an error is raised."""
+        from concurrent.futures import ThreadPoolExecutor, wait
+
+        pool = ThreadPoolExecutor(max_workers=max(1, min(SHELLS_AT_ONCE, len(names))))
+        futures = {name: pool.submit(_shell_node, name) for name in names}
+        try:
+            pool.shutdown(wait=True)
+        finally:  # also on Ctrl-C: the shells still starting finish, and all are kept
+            wait(list(futures.values()))
+            for name, future in futures.items():
+                if future.exception() is None:
+                    self._hosts[name] = future.result()
+        for future in futures.values():
+            error = future.exception()
+            if error is not None:
+                raise error
 
     def _node(self, host: str) -> Any:
         if self._net is not None:
