@@ -55,7 +55,7 @@ def demo(repeat: int) -> Dict[str, Any]:
     runs = []
     for i in range(repeat):
         say(f"demo {i + 1}/{repeat}: labtools run portfolio all --duration 10")
-        start = time.monotonic()
+        start, began = time.monotonic(), time.time()
         proc = subprocess.run([LABTOOLS, "run", "portfolio", "all", "--duration", "10", "--json",
                                "--results", str(work / f"demo-{i}.sqlite")],
                               cwd=str(ROOT), capture_output=True, text=True, check=False)
@@ -63,9 +63,32 @@ def demo(repeat: int) -> Dict[str, Any]:
         if proc.returncode != 0:
             raise RuntimeError(f"the demo failed: {proc.stderr[-600:]}")
         runs.append({"wall_s": wall, "result": json.loads(proc.stdout),
+                     "where": where_the_time_went(work / f"demo-{i}.sqlite", began, wall),
                      "log": proc.stderr[-4000:]})
-    return {"wall_s": spread([r["wall_s"] for r in runs]), "kit_ratios": kit_ratios(runs),
-            "runs": runs}
+    where = {key: spread([r["where"][key] for r in runs]) for key in runs[0]["where"]}
+    return {"wall_s": spread([r["wall_s"] for r in runs]), "where_s": where,
+            "kit_ratios": kit_ratios(runs), "runs": runs}
+
+
+def where_the_time_went(db: Path, began: float, wall_s: float) -> Dict[str, float]:
+    """Seconds of one demo run: before the first measurement (VM boot, imports, lab start
+    and calibration), tools measuring (concurrent flows counted once), between
+    measurements (servers, parsing, judging, saving), after the last one."""
+    import sqlite3
+    from datetime import datetime
+
+    with sqlite3.connect(str(db)) as conn:
+        rows = conn.execute("SELECT started_at, finished_at FROM runs ORDER BY started_at")
+        spans = sorted({(datetime.fromisoformat(a).timestamp(),
+                         datetime.fromisoformat(b).timestamp()) for a, b in rows})
+    measuring, reach = 0.0, float("-inf")
+    for start, end in spans:  # the union of the runs' intervals
+        measuring += max(0.0, end - max(start, reach))
+        reach = max(reach, end)
+    first, last = spans[0][0], max(end for _, end in spans)
+    return {"before_first_s": first - began, "measuring_s": measuring,
+            "between_s": (last - first) - measuring, "after_last_s": began + wall_s - last,
+            "runs": float(len(spans))}
 
 
 #: the kit's figure -> (case, verdict metric) whose measured / expected it is

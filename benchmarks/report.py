@@ -71,7 +71,28 @@ def _demo(d: Dict[str, Any]) -> List[str]:
         return []
     return ["## Wall time of `make demo` (the five test cases, VM boot included)", "",
             f"{fmt(d['demo']['wall_s'], 's', 0)} (goal: under 300 s under software "
-            "emulation on 2 cores)", ""]
+            "emulation on 2 cores)", ""] + _demo_parts(d["demo"].get("where_s", {}))
+
+
+DEMO_PARTS = {
+    "before_first_s": "before the first measurement (VM boot, imports, lab start, calibration)",
+    "measuring_s": "the tools measuring (concurrent flows counted once)",
+    "between_s": "between measurements (servers starting and stopping, parsing, judging, "
+                 "saving)",
+    "after_last_s": "after the last measurement (lab stop, VM shutdown)",
+}
+
+
+def _demo_parts(where: Dict[str, Any]) -> List[str]:
+    if not where:
+        return []
+    runs = where.get("runs", {}).get("median")
+    lines = [f"Where it goes ({runs:.0f} measurements, `--duration 10`: each TCP run is 10 s "
+             "plus the warm-up left out):" if runs else "Where it goes:", "",
+             "| part | seconds |", "|---|---|"]
+    lines += [f"| {label} | {fmt(where.get(key, {}), '', 0)} |"
+              for key, label in DEMO_PARTS.items()]
+    return lines + [""]
 
 
 def _startup(d: Dict[str, Any]) -> List[str]:
