@@ -31,6 +31,9 @@ from labtools.model.topology import ROUTER, SWITCH, Topology, mininet_link_param
 #: switch kinds a user may ask for -> Mininet class names
 #: shells started at once (each mostly waits for its bash to come up)
 SHELLS_AT_ONCE = 8
+#: node scripts run at once: a thousand at once exhausted the lab VM's shared file system
+#: (each `ip` opens its libraries through it: "libmnl.so.0: cannot open shared object file")
+SCRIPTS_AT_ONCE = 64
 SWITCH_KINDS = {"lxbr": "LinuxBridge", "ovs": "OVSBridge"}
 
 
@@ -188,14 +191,18 @@ class MininetBackend:
         pids = {name: host.pid for name, host in self._hosts.items()}
         _run_batch("ip", [line.format(pid=pids) for line in plan.root_ip])
         clock.lap("links and bridges")
+        failed: List[Tuple[str, str]] = []
+        names = list(plan.nodes)
         with tempfile.TemporaryDirectory(prefix="labtools-net-") as scripts:
-            for name, node in plan.nodes.items():  # all nodes configure themselves at once
-                path = Path(scripts, f"{name}.sh")
-                path.write_text(node.script())
-                self._hosts[name].sendCmd(f"sh {shlex.quote(str(path))} 2>&1")
-            failed = [(name, out.strip()) for name, out in
-                      ((name, self._hosts[name].waitOutput()) for name in plan.nodes)
-                      if out.strip()]
+            for first in range(0, len(names), SCRIPTS_AT_ONCE):  # nodes configure themselves
+                wave = names[first:first + SCRIPTS_AT_ONCE]
+                for name in wave:
+                    path = Path(scripts, f"{name}.sh")
+                    path.write_text(plan.nodes[name].script())
+                    self._hosts[name].sendCmd(f"sh {shlex.quote(str(path))} 2>&1")
+                failed += [(name, out.strip()) for name, out in
+                           ((name, self._hosts[name].waitOutput()) for name in wave)
+                           if out.strip()]
         clock.lap("node scripts")
         if failed:
             name, out = failed[0]
