@@ -147,6 +147,9 @@ def _scale(d: Dict[str, Any]) -> List[str]:
         lines += _scale_table("natively", d["scale_native"])
     if "scale_vm" in d:
         lines += _scale_table("inside the lab VM (software emulation)", d["scale_vm"])
+    if d.get("scale_vm_failed"):
+        lines += ["Inside the lab VM the run stopped early (the sizes above are those it "
+                  f"finished): {d['scale_vm_failed']}", ""]
     return lines
 
 
@@ -176,8 +179,8 @@ def _time_and_failures(d: Dict[str, Any]) -> List[str]:
     lines = ["## Where this run's time went", "", "| part | seconds |", "|---|---|"]
     lines += [f"| {part} | {secs} |" for part, secs in d.get("part_s", {}).items()]
     for part, reason in d.get("failed", {}).items():
-        lines += ["", f"**{part} failed in this run** (its figures above, if any, are from an "
-                      f"earlier run): {reason.splitlines()[-1] if reason else ''}"]
+        lines += ["", f"**{part} failed in this run** (what it finished is shown above): "
+                      f"{reason.splitlines()[-1] if reason else ''}"]
     return lines + [""]
 
 

@@ -18,7 +18,7 @@ import argparse
 import re
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from common import ROOT, meminfo_mib, plain_mininet, say, spread, timed, write_json
 
@@ -55,7 +55,9 @@ def kit_once(spec: str) -> Dict[str, Any]:
             "phases": dict(backend.phase_s)}
 
 
-def run(sizes: List[int], repeat: int, limit_s: float, mininet_max: int) -> Dict[str, Any]:
+def run(sizes: List[int], repeat: int, limit_s: float, mininet_max: int,
+        save: Callable[[Dict[str, Any]], None]) -> Dict[str, Any]:
+    """Every kind and size; ``save(out)`` after each size, so a failure keeps the others."""
     out: Dict[str, Any] = {"sizes": sizes, "repeat": repeat, "limit_s": limit_s, "kinds": {}}
     for kind, pattern in KINDS.items():
         rows: Dict[str, Any] = {}
@@ -78,6 +80,8 @@ def run(sizes: List[int], repeat: int, limit_s: float, mininet_max: int) -> Dict
                 say(f"scale: {spec} with plain Mininet")
                 row["mininet"] = plain_mininet(spec, shaped=False)
             rows[str(n)] = row
+            out["kinds"][kind] = rows
+            save(out)
             stopped = max(r["start_s"] for r in runs) > limit_s
         out["kinds"][kind] = rows
     return out
@@ -92,7 +96,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/scale.json")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    write_json(args.out, run(sizes, args.repeat, args.limit, args.mininet_max))
+    run(sizes, args.repeat, args.limit, args.mininet_max, lambda out: write_json(args.out, out))
     return 0
 
 
