@@ -142,10 +142,10 @@ def _scale_table(title: str, data: Dict[str, Any]) -> List[str]:
 
 def _scale(d: Dict[str, Any]) -> List[str]:
     lines: List[str] = []
-    if "scale_native" in d:
+    if d.get("scale_native"):
         lines += ["## Scale: star and tree networks (no shaping, no delay)", ""]
         lines += _scale_table("natively", d["scale_native"])
-    if "scale_vm" in d:
+    if d.get("scale_vm"):
         lines += _scale_table("inside the lab VM (software emulation)", d["scale_vm"])
     if d.get("scale_vm_failed"):
         lines += ["Inside the lab VM the run stopped early (the sizes above are those it "

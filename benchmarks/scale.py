@@ -60,7 +60,7 @@ def run(sizes: List[int], repeat: int, limit_s: float, mininet_max: int,
     """Every kind and size; ``save(out)`` after each size, so a failure keeps the others."""
     out: Dict[str, Any] = {"sizes": sizes, "repeat": repeat, "limit_s": limit_s, "kinds": {}}
     for kind, pattern in KINDS.items():
-        rows: Dict[str, Any] = {}
+        rows: Dict[str, Any] = out["kinds"].setdefault(kind, {})
         stopped = False
         for n in sizes:
             if stopped:
@@ -80,10 +80,9 @@ def run(sizes: List[int], repeat: int, limit_s: float, mininet_max: int,
                 say(f"scale: {spec} with plain Mininet")
                 row["mininet"] = plain_mininet(spec, shaped=False)
             rows[str(n)] = row
-            out["kinds"][kind] = rows
             save(out)
             stopped = max(r["start_s"] for r in runs) > limit_s
-        out["kinds"][kind] = rows
+    save(out)  # the sizes skipped at the end too
     return out
 
 

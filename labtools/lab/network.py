@@ -28,12 +28,12 @@ from labtools.errors import EnvironmentProblem, InputError
 from labtools.model.routing import Routing, compute_routing
 from labtools.model.topology import ROUTER, SWITCH, Topology, mininet_link_params
 
-#: switch kinds a user may ask for -> Mininet class names
 #: shells started at once (each mostly waits for its bash to come up)
 SHELLS_AT_ONCE = 8
 #: node scripts run at once: a thousand at once exhausted the lab VM's shared file system
 #: (each `ip` opens its libraries through it: "libmnl.so.0: cannot open shared object file")
 SCRIPTS_AT_ONCE = 64
+#: switch kinds a user may ask for -> Mininet class names
 SWITCH_KINDS = {"lxbr": "LinuxBridge", "ovs": "OVSBridge"}
 
 
