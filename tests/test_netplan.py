@@ -85,3 +85,22 @@ def test_a_batched_network_runs_and_leaves_nothing(tmp_path):
         backend.stop()
     assert find_leftovers().count() == before
     assert "s1" not in _ip("-br", "link", "show", "type", "bridge")
+
+
+def test_a_root_command_that_hangs_is_a_clear_error(monkeypatch):
+    from labtools.errors import EnvironmentProblem
+    from labtools.lab import network
+
+    monkeypatch.setattr(network, "ROOT_COMMAND_S", 0.2)
+    with pytest.raises(EnvironmentProblem, match=r"sleep did not finish within 0\.2 s"):
+        network._run(["sleep", "30"])
+
+
+def test_a_long_batch_gets_time_for_each_line(monkeypatch):
+    """A batch of 40 lines gets 0.2 s + 40 x 0.25 s: a command of 1 s finishes."""
+    from labtools.lab import network
+
+    monkeypatch.setattr(network, "ROOT_COMMAND_S", 0.2)
+    monkeypatch.setattr(network, "ROOT_S_PER_LINE", 0.25)
+    out = network._run(["sh", "-c", "sleep 1; wc -l"], "x\n" * 40)
+    assert out.strip() == "40"

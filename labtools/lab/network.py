@@ -33,6 +33,10 @@ SHELLS_AT_ONCE = 8
 #: node scripts run at once: a thousand at once exhausted the lab VM's shared file system
 #: (each `ip` opens its libraries through it: "libmnl.so.0: cannot open shared object file")
 SCRIPTS_AT_ONCE = 64
+#: seconds one root ``ip``/``tc`` command may take: this much, plus ``ROOT_S_PER_LINE`` per
+#: line of a batch (under software emulation a thousand veth pairs take minutes)
+ROOT_COMMAND_S = 120.0
+ROOT_S_PER_LINE = 0.5
 #: switch kinds a user may ask for -> Mininet class names
 SWITCH_KINDS = {"lxbr": "LinuxBridge", "ovs": "OVSBridge"}
 
@@ -304,8 +308,15 @@ def _shell_node(name: str) -> Any:
 
 
 def _run(argv: List[str], stdin: str = "", check: bool = True) -> str:
-    proc = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=120,
-                          check=False)
+    """Run a command in the root namespace; its output. :class:`EnvironmentProblem` when it
+    fails (with ``check``) or takes longer than ``ROOT_COMMAND_S`` plus ``ROOT_S_PER_LINE``
+    per line of ``stdin``."""
+    limit_s = ROOT_COMMAND_S + ROOT_S_PER_LINE * stdin.count("\n")
+    try:
+        proc = subprocess.run(argv, input=stdin, capture_output=True, text=True,
+                              timeout=limit_s, check=False)
+    except subprocess.TimeoutExpired:
+        raise EnvironmentProblem(f"{argv[0]} did not finish within {limit_s:g} s") from None
     if check and proc.returncode != 0:
         out = (proc.stderr or proc.stdout).strip().splitlines()
         raise EnvironmentProblem(f"{argv[0]} failed: {out[-1] if out else proc.returncode}")
