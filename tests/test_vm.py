@@ -32,6 +32,7 @@ def test_vng_args_software_emulation(tmp_path):
     assert args[:7] == ["/venv/bin/vng", "--run", "/boot/vmlinuz-6.1.0-56-amd64",
                         "--memory", "2G", "--cpus", "2"]
     assert "--disable-kvm" in args
+    assert "--force-9p" in args  # no futile virtiofs attempts (3 s each)
     rw = [args[i + 1] for i, a in enumerate(args) if a == "--rwdir"]
     assert rw == ["/work/lab", str(tmp_path)]
     assert args[args.index("--cwd") + 1] == "/work/lab"
