@@ -15,13 +15,22 @@ import platform
 import socket
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Optional, Union
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
 
 from labtools import __version__
 from labtools.errors import InputError
 from labtools.model.catalog import to_dict
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+
+def empty_table() -> "pd.DataFrame":
+    """A table without rows (pandas is imported when first needed: it takes seconds to
+    load under software emulation, and the lab loads it while the network starts)."""
+    import pandas as pd
+
+    return pd.DataFrame()
 
 
 def utc_now() -> str:
@@ -57,7 +66,7 @@ class RunRecord:
     """
 
     tool: str
-    table: pd.DataFrame = field(default_factory=pd.DataFrame)
+    table: pd.DataFrame = field(default_factory=empty_table)
     summary: Dict[str, Any] = field(default_factory=dict)
     raw_output: str = ""
     status: str = "ok"
@@ -160,6 +169,8 @@ def plain(value: Any) -> Any:
     """A JSON-ready Python value (NaN/NA -> None, numpy -> Python, times -> text)."""
     if isinstance(value, (list, tuple, dict, str)) or value is None:
         return value
+    import pandas as pd
+
     if isinstance(value, pd.Timestamp):
         return None if pd.isna(value) else value.isoformat()
     if isinstance(value, pd.Timedelta):
@@ -188,6 +199,8 @@ def table_values(table: Optional[pd.DataFrame]) -> List[str]:
 
 def rebuild_table(schema: List[List[str]], rows: List[List[Any]]) -> pd.DataFrame:
     """A table from its ``[[column, dtype], ...]`` schema and its JSON rows."""
+    import pandas as pd
+
     names = [name for name, _ in schema]
     frame = pd.DataFrame(rows, columns=names) if rows else pd.DataFrame(
         {name: pd.Series(dtype=object) for name in names})
@@ -197,6 +210,8 @@ def rebuild_table(schema: List[List[str]], rows: List[List[Any]]) -> pd.DataFram
 
 
 def _cast(column: pd.Series, dtype: str) -> pd.Series:
+    import pandas as pd
+
     try:
         if dtype.startswith("datetime64"):
             utc = "UTC" in dtype or "," in dtype

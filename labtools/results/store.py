@@ -46,9 +46,7 @@ import shlex
 import sqlite3
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from labtools.errors import InputError, StoreError
 from labtools.results.rebuild import rebuild_group, rebuild_measurement
@@ -61,6 +59,9 @@ from labtools.results.records import (
     table_values,
     utc_now,
 )
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 SCHEMA_VERSION = 2
 DEFAULT_PATH = Path("results") / "labtools.sqlite"
@@ -254,6 +255,8 @@ class ResultStore:
         Filters are column=value (or a list of values), for the columns in
         :data:`FILTERS`: ``store.runs(case='udp', tool=['iperf', 'iperf3'])``.
         """
+        import pandas as pd
+
         where, args = _where(filters)
         rows = self.query(f"SELECT * FROM runs{where} ORDER BY id", args)
         columns = ["id", *_RUN_COLUMNS]
@@ -316,6 +319,8 @@ class ResultStore:
     def export_csv(self, folder: Union[Path, str], **filters: Any) -> List[Path]:
         """Write ``runs.csv`` (as :meth:`runs`) and ``samples.csv`` (run_id, row, then the
         union of all tables' columns) into ``folder``; return both paths."""
+        import pandas as pd
+
         out = Path(folder)
         try:
             out.mkdir(parents=True, exist_ok=True)
@@ -380,6 +385,8 @@ def _decode_group(row: Dict[str, Any]) -> Dict[str, Any]:
 
 def _run_row(record: RunRecord) -> Dict[str, Any]:
     """The ``runs`` row of a record; checks the fields and fills in the environment."""
+    import pandas as pd
+
     if not record.tool:
         raise InputError("a run record needs a tool name")
     if record.status not in ("ok", "error"):

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict
+from typing import TYPE_CHECKING, Any, Dict
 
-import pandas as pd
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 
 @dataclass
