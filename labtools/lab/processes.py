@@ -39,6 +39,27 @@ def wait_output(proc: "subprocess.Popen[str]", argv: List[str], host: str,
     return out or ""
 
 
+#: the signal that stops a server once its client is done (others: SIGTERM). iperf 2 waits
+#: half a second on SIGTERM or SIGINT before it exits (a second under software emulation);
+#: its report has already reached the client, so it is killed.
+STOP_SIGNALS = {"iperf": signal.SIGKILL}
+
+
+def ask_to_stop(proc: "subprocess.Popen[str]", argv: List[str]) -> None:
+    """Signal a server's process group to stop (:data:`STOP_SIGNALS`), without waiting for
+    it (:func:`terminate` waits)."""
+    if proc.poll() is not None:
+        return
+    sig = STOP_SIGNALS.get(os.path.basename(argv[0]), signal.SIGTERM)
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        try:
+            proc.send_signal(sig)
+        except ProcessLookupError:
+            return
+
+
 def terminate(proc: "subprocess.Popen[str]", grace_s: float = 2.0) -> None:
     """Stop a tool and its process group: SIGTERM, then SIGKILL after ``grace_s``."""
     if proc.poll() is not None:

@@ -24,7 +24,18 @@ import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, TypeVar, Union
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    Iterator,
+    List,
+    Optional,
+    Tuple,
+    TypeVar,
+    Union,
+)
 
 from labtools.errors import (
     EnvironmentProblem,
@@ -39,6 +50,7 @@ from labtools.lab.processes import (
     SERVER_POLL_S,
     SERVER_READY_S,
     SERVER_START_S,
+    ask_to_stop,
     last_line,
     listening,
     terminate,
@@ -78,6 +90,7 @@ class LabSession(LabBase):
         self.store: Optional["ResultStore"] = None
         self._backend: Optional["MininetBackend"] = None
         self._servers: List["subprocess.Popen[str]"] = []
+        self._server_on: Dict[Tuple[str, Optional[int]], "subprocess.Popen[str]"] = {}
         self._guard: Any = None
         self._group: Optional[str] = None
         self._versions: Dict[str, Optional[str]] = {}
@@ -130,6 +143,7 @@ class LabSession(LabBase):
             for proc in self._servers:
                 terminate(proc)
             self._servers.clear()
+            self._server_on.clear()
             if self._backend is not None:
                 backend, self._backend = self._backend, None
                 backend.stop()
@@ -180,16 +194,23 @@ class LabSession(LabBase):
     def server(self, host: str, argv: List[str], port: Optional[int] = None,
                udp: bool = False) -> Iterator["subprocess.Popen[str]"]:
         """A server running on ``host`` for the duration of the block; with ``port``, the
-        block starts only once the server listens on it (at most ``SERVER_READY_S``)."""
+        block starts only once the server listens on it (at most ``SERVER_READY_S``).
+
+        After the block the server is asked to stop and exits while the measurement is
+        judged and saved (a third of a second under software emulation); the next server on
+        the same host and port waits until it is gone, and :meth:`stop` waits for all."""
+        previous = self._server_on.pop((host, port), None)
+        if previous is not None:
+            terminate(previous)
+        self._servers = [p for p in self._servers if p.poll() is None]
         proc = self.start_process(host, argv)
         self._servers.append(proc)
+        self._server_on[(host, port)] = proc
         try:
             _await_server(proc, argv, host, port, udp)
             yield proc
         finally:
-            terminate(proc)
-            if proc in self._servers:
-                self._servers.remove(proc)
+            ask_to_stop(proc, argv)
 
     # --- saving ---------------------------------------------------------------------------
     def _meta(self, tool: str, call: Optional[ProbeCall]) -> Dict[str, Any]:
