@@ -187,6 +187,7 @@ def main() -> int:
     data["machine"] = machine_info()
     data["vm_for_netem"] = needs_vm()
     data["failed"] = {}
+    data["ran"] = only
     data.setdefault("part_s", {})
     began = time.monotonic()
     for part in PARTS:
@@ -199,6 +200,8 @@ def main() -> int:
             say(f"{part}: failed: {err}")
             data["failed"][part] = str(err)[-600:]
         data["part_s"][part] = round(time.monotonic() - part_began)
+        data.setdefault("part_run", {})[part] = {  # parts not run keep their own date
+            "date": data["machine"]["date"], "commit": data["machine"]["commit"]}
         write_json(out_file, data)  # every finished part is kept, whatever comes next
     from labtools.lab.calibration import last_calibration
 

@@ -38,8 +38,8 @@ def _machine(d: Dict[str, Any]) -> List[str]:
         f"virtme-ng {v.get('vng')} (software emulation unless KVM works)",
         f"- iperf3 {v.get('iperf3')}, iperf {v.get('iperf')}, ping {v.get('ping')}, "
         f"Mininet {v.get('mn')}; labtools {m['labtools']} ({m['commit']})",
-        f"- every figure: median (min-max) of the repeated runs; the whole run took "
-        f"{d.get('took_s', 0) / 60:.0f} min", "",
+        f"- every figure: median (min-max) of the repeated runs; this run took "
+        f"{d.get('took_s', 0) / 60:.0f} min (the parts it ran: see the last section)", "",
     ]
 
 
@@ -176,8 +176,14 @@ def _overhead(d: Dict[str, Any]) -> List[str]:
 
 
 def _time_and_failures(d: Dict[str, Any]) -> List[str]:
-    lines = ["## Where this run's time went", "", "| part | seconds |", "|---|---|"]
-    lines += [f"| {part} | {secs} |" for part, secs in d.get("part_s", {}).items()]
+    ran = d.get("ran") or list(d.get("part_s", {}))
+    lines = ["## Where the time went, part by part", "",
+             f"This run ran: {', '.join(ran)}. A part it did not run keeps the results of the "
+             "run shown beside it.", "",
+             "| part | seconds | run at (UTC) | commit |", "|---|---|---|---|"]
+    for part, secs in d.get("part_s", {}).items():
+        when = d.get("part_run", {}).get(part, {})
+        lines.append(f"| {part} | {secs} | {when.get('date', '-')} | {when.get('commit', '-')} |")
     for part, reason in d.get("failed", {}).items():
         lines += ["", f"**{part} failed in this run** (what it finished is shown above): "
                       f"{reason.splitlines()[-1] if reason else ''}"]
