@@ -48,7 +48,10 @@ def test_the_shaping_is_mininets_tclink(link):
 def test_the_plan_of_the_reference_topology(portfolio):
     plan = plan_network([portfolio])
     assert sorted(plan.nodes) == sorted(portfolio.hosts + portfolio.routers)
-    assert plan.bridges == ["s1", "s2"] and plan.root_veths == []
+    assert plan.bridges == ["s1", "s2"]
+    to_switches = [lk for lk in portfolio.links if "s" in (lk.a[0], lk.b[0])]
+    assert len(plan.root_veths) == len(to_switches) and all(
+        dev.startswith(("s1-eth", "s2-eth")) for dev in plan.root_veths)
     veths = [line for line in plan.root_ip if " type veth " in line]
     assert len(veths) == len(portfolio.links)
     assert "link add r1-eth1 netns {pid[r1]} type veth peer name r2-eth0 netns {pid[r2]}" in veths

@@ -25,6 +25,22 @@ def _leftovers() -> int:
     return find_leftovers().count()
 
 
+def test_a_stopped_network_leaves_no_interface_for_the_next_one():
+    """Right after stop, not a few seconds later: under software emulation a dying namespace
+    took its switch port with it only seconds after stop returned, and the next network on
+    the same names failed with 'File exists'."""
+    from labtools.lab.network import MininetBackend
+    from labtools.model.catalog import load_topology
+
+    before = _leftovers()
+    topo = load_topology("tree,hosts=10,fanout=10")
+    for _ in range(2):  # the second start needs the same names
+        backend = MininetBackend(topo, "lxbr", calibration=False)
+        backend.start()
+        backend.stop()
+        assert _leftovers() == before
+
+
 def test_forced_failure_leaves_nothing_behind(tmp_path):
     before = _leftovers()
     with pytest.raises(RuntimeError):

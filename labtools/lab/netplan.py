@@ -59,7 +59,10 @@ class NetPlan:
     root_ip: List[str]  #: with ``{pid[NAME]}`` where a node's namespace goes
     root_tc: List[str]
     root_gro_off: List[str]
-    root_veths: List[str] = field(default_factory=list)  #: veths with both ends on switches
+    #: the switch ports: one end in the root namespace of every link to a switch. Deleting it
+    #: removes the pair at once; a namespace that dies takes its veths away only later (under
+    #: software emulation seconds later, when the next network may already want the names)
+    root_veths: List[str] = field(default_factory=list)
 
 
 def gro_off_command(dev: str) -> str:
@@ -133,8 +136,9 @@ def plan_network(parts: Sequence[Topology]) -> NetPlan:
         for link in part.links:
             root_ip += _link_lines(part, link, nodes, root_tc, gro)
     root_ip += [f"link set {name} up" for name in bridges]
-    veths = [_ends(part, lk)[0][1] for part in parts for lk in part.links
-             if part.node(lk.a).kind == SWITCH and part.node(lk.b).kind == SWITCH]
+    veths = [next(dev for end, dev in _ends(part, lk) if part.node(end).kind == SWITCH)
+             for part in parts for lk in part.links
+             if SWITCH in (part.node(lk.a).kind, part.node(lk.b).kind)]
     return NetPlan(nodes, bridges, root_ip, root_tc, gro, veths)
 
 

@@ -189,7 +189,7 @@ class MininetBackend:
         clock = _PhaseClock(self.phase_s)
         plan = plan_network(self._parts())
         clock.lap("plan")
-        self._bridges = list(plan.bridges) + list(plan.root_veths)  # removed at stop
+        self._bridges = list(plan.root_veths) + list(plan.bridges)  # removed at stop
         self._start_shells(list(plan.nodes))
         clock.lap("shells")
         pids = {name: host.pid for name, host in self._hosts.items()}
@@ -259,12 +259,12 @@ class MininetBackend:
         net, self._net = self._net, None
         if net is not None:
             net.stop()
-        hosts, self._hosts = self._hosts, {}
-        for host in hosts.values():  # the namespaces, and the veths in them, go with them
-            host.terminate()
         bridges, self._bridges = self._bridges, []
-        if bridges:  # the bridges, and the veths between two of them
+        if bridges:  # the bridges and the switch ports, with the veths' other ends, at once
             _run_batch("ip", [f"link del {name}" for name in bridges], check=False)
+        hosts, self._hosts = self._hosts, {}
+        for host in hosts.values():  # the namespaces, and the veths between nodes, go with them
+            host.terminate()
 
 
 class _PhaseClock:
