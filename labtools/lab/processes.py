@@ -50,14 +50,7 @@ def ask_to_stop(proc: "subprocess.Popen[str]", argv: List[str]) -> None:
     it (:func:`terminate` waits)."""
     if proc.poll() is not None:
         return
-    sig = STOP_SIGNALS.get(os.path.basename(argv[0]), signal.SIGTERM)
-    try:
-        os.killpg(proc.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        try:
-            proc.send_signal(sig)
-        except ProcessLookupError:
-            return
+    _signal_group(proc, STOP_SIGNALS.get(os.path.basename(argv[0]), signal.SIGTERM))
 
 
 def terminate(proc: "subprocess.Popen[str]", grace_s: float = 2.0) -> None:
@@ -65,18 +58,26 @@ def terminate(proc: "subprocess.Popen[str]", grace_s: float = 2.0) -> None:
     if proc.poll() is not None:
         return
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            try:
-                proc.send_signal(sig)
-            except ProcessLookupError:
-                return
+        if not _signal_group(proc, sig):
+            return
         try:
             proc.wait(timeout=grace_s)
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+def _signal_group(proc: "subprocess.Popen[str]", sig: int) -> bool:
+    """Send ``sig`` to the process group ``proc`` leads (to ``proc`` alone where the group
+    cannot be signalled); False when the process is gone."""
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        try:
+            proc.send_signal(sig)
+        except ProcessLookupError:
+            return False
+    return True
 
 
 def listening(pid: int, port: int, udp: bool = False) -> bool:
