@@ -62,7 +62,7 @@ def test_the_judged_rate_leaves_out_the_warm_up():
 def test_iperf3_omitted_intervals_are_the_warm_up():
     parsed = parse("iperf3", _text("iperf3", "tcp_omit.json"))
     # iperf3 restarts its clock after -O: the omitted rows are the warm-up, whatever warmup_s
-    assert steady_receiver_mbps(parsed.table, 1.0) == steady_receiver_mbps(parsed.table, 0.0)
+    assert steady_receiver_mbps(parsed.rows, 1.0) == steady_receiver_mbps(parsed.rows, 0.0)
 
 
 def test_udp_is_judged_against_what_was_sent(capture):

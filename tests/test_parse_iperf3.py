@@ -159,7 +159,7 @@ def test_bidir_steady_rate_is_the_forward_receivers():
     t = parsed.table
     forward = t[(t["direction"] == "forward") & (t["side"] == "receiver") & (t["stream"] == -1)]
     reverse = t[(t["direction"] == "reverse") & (t["side"] == "receiver") & (t["stream"] == -1)]
-    steady = steady_receiver_mbps(t, warmup_s=1.0)
+    steady = steady_receiver_mbps(parsed.rows, warmup_s=1.0)
     late = forward[forward["start_s"] >= 1.0 - 1e-6]
     span = late["end_s"].max() - late["start_s"].min()
     assert steady == pytest.approx(late["bytes"].sum() * 8 / span / 1e6)

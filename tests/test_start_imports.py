@@ -22,3 +22,44 @@ def test_starting_a_lab_needs_no_pandas():
     imports = "; ".join(f"import {m}" for m in BEFORE_THE_LAB)
     out = _python(f"import sys; {imports}; print('pandas' in sys.modules)")
     assert out == "False"
+
+
+#: measure, judge and save as a lab run does, from captured outputs of the real tools
+#: (tests/fixtures: ping -D, iperf3 -J TCP with and without --omit, iperf 2 UDP client)
+MEASURE_JUDGE_SAVE = """
+import sys, tempfile
+from pathlib import Path
+from labtools.judge.capacity import judge_capacity
+from labtools.judge.measurement import JudgeContext, judge_parsed
+from labtools.judge.shares import judge_flows
+from labtools.model.catalog import load_topology
+from labtools.model.fairness import parse_flows
+from labtools.results.records import RunRecord
+from labtools.results.store import ResultStore
+from labtools.tools.parsers import parse
+
+fixtures = Path("tests/fixtures")
+topo = load_topology("portfolio")
+store = ResultStore(Path(tempfile.mkdtemp()) / "r.sqlite")
+context = JudgeContext(warmup_s=2.0)
+ping = judge_parsed(parse("ping", (fixtures / "ping/timestamps.txt").read_text()),
+                    topo, "h1", "h4", context)
+tcp = [parse("iperf3", (fixtures / f"iperf3/{n}.json").read_text())
+       for n in ("tcp_p1", "tcp_omit")]
+flows = judge_flows(topo, parse_flows("h1:h4,h2:h5"), tcp, context)
+udp = judge_parsed(parse("iperf", (fixtures / "iperf2/udp_interval.txt").read_text()),
+                   topo, "h1", "h4", context)
+search = judge_capacity(topo, "h1", "h4", [udp, udp], ["rise", "bisect"], [10.0, 20.0],
+                        context)
+for m in [ping, udp, *flows.measurements]:
+    store.save(RunRecord.from_measurement(m))
+for kind, result in (("flows", flows), ("capacity", search)):
+    store.save_group(kind + "-1", kind, {}, result.summary.as_dict(),
+                     [v.as_dict() for v in result.verdicts])
+print(len(store.query("SELECT id FROM runs")), "pandas" in sys.modules)
+"""
+
+
+def test_measuring_judging_and_saving_need_no_pandas():
+    out = _python(MEASURE_JUDGE_SAVE)
+    assert out == "4 False"

@@ -24,6 +24,7 @@ from labtools.judge.measurement import JudgeContext, Measurement, ProbeCall
 from labtools.judge.verdicts import Verdict
 from labtools.model.expect import PairExpectation, expect_pair
 from labtools.model.topology import Topology
+from labtools.tools.rows import Rows
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -31,6 +32,9 @@ if TYPE_CHECKING:  # pragma: no cover
 #: columns of the capacity table
 CAPACITY_COLUMNS = ["step", "phase", "offered_mbps", "received_mbps", "loss_pct", "jitter_ms",
                     "saturated"]
+CAPACITY_DTYPES = {"step": "int64", "phase": "object", "offered_mbps": "float64",
+                   "received_mbps": "float64", "loss_pct": "float64", "jitter_ms": "float64",
+                   "saturated": "bool"}
 
 
 def is_saturated(offered_mbps: float, received_mbps: Optional[float],
@@ -61,12 +65,13 @@ class CapacitySummary:
 
 @dataclass
 class CapacitySearch:
-    """A judged capacity search: its steps, the table, the summary and the verdict."""
+    """A judged capacity search: its steps, one row per step, the summary and the
+    verdict."""
 
     src: str
     dst: str
     steps: List[Measurement]
-    table: "pd.DataFrame"
+    rows: Rows
     summary: CapacitySummary
     expected: Optional[PairExpectation]
     verdicts: List[Verdict]
@@ -75,6 +80,11 @@ class CapacitySearch:
     group_id: Optional[str] = None
     started_at: str = ""
     finished_at: str = ""
+
+    @property
+    def table(self) -> "pd.DataFrame":
+        """One row per step as a table (:data:`CAPACITY_COLUMNS`; imports pandas)."""
+        return self.rows.frame()
 
     @property
     def estimate_mbps(self) -> Optional[float]:
@@ -92,11 +102,9 @@ class CapacitySearch:
         return verdicts.compare(self.verdicts)
 
 
-def capacity_table(steps: Sequence[Measurement], phases: Sequence[str],
-                   offered: Sequence[float]) -> "pd.DataFrame":
+def capacity_rows(steps: Sequence[Measurement], phases: Sequence[str],
+                  offered: Sequence[float]) -> Rows:
     """One row per step (:data:`CAPACITY_COLUMNS`)."""
-    import pandas as pd
-
     rows = []
     for index, (m, phase, rate) in enumerate(zip(steps, phases, offered), start=1):
         s = m.summary
@@ -105,32 +113,29 @@ def capacity_table(steps: Sequence[Measurement], phases: Sequence[str],
                      "received_mbps": received, "loss_pct": loss,
                      "jitter_ms": getattr(s, "jitter_ms", None),
                      "saturated": is_saturated(float(rate), received, loss)})
-    return pd.DataFrame(rows, columns=CAPACITY_COLUMNS)
+    return Rows.of(CAPACITY_COLUMNS, CAPACITY_DTYPES, rows)
 
 
-def summarize_search(table: "pd.DataFrame") -> CapacitySummary:
-    """Knee, last clean rate and estimate from a capacity table."""
-    saturated = table[table["saturated"].astype(bool)]
-    knee = float(saturated["offered_mbps"].min()) if len(saturated) else None
-    clean_rows = table[~table["saturated"].astype(bool)]
-    if knee is not None:
-        clean_rows = clean_rows[clean_rows["offered_mbps"] < knee]
-    clean = float(clean_rows["offered_mbps"].max()) if len(clean_rows) else None
-    usable = table if knee is None else table[table["offered_mbps"] <= knee]
-    received = usable["received_mbps"].dropna()
-    estimate = float(received.max()) if len(received) else None
-    return CapacitySummary(estimate, knee, clean, len(table))
+def summarize_search(rows: Rows) -> CapacitySummary:
+    """Knee, last clean rate and estimate from a search's rows."""
+    knee = min(rows.where(lambda r: r["saturated"]).numbers("offered_mbps"), default=None)
+    clean_rows = rows.where(lambda r: not r["saturated"] and (
+        knee is None or r["offered_mbps"] < knee))
+    clean = max(clean_rows.numbers("offered_mbps"), default=None)
+    usable = rows if knee is None else rows.where(lambda r: r["offered_mbps"] <= knee)
+    estimate = max(usable.numbers("received_mbps"), default=None)
+    return CapacitySummary(estimate, knee, clean, len(rows))
 
 
 def judge_capacity(topo: Topology, src: str, dst: str, steps: Sequence[Measurement],
                    phases: Sequence[str], offered: Sequence[float],
                    context: Optional[JudgeContext] = None) -> CapacitySearch:
     """The judged search from its steps (in the order they ran)."""
-    table = capacity_table(steps, phases, offered)
-    summary = summarize_search(table)
+    rows = capacity_rows(steps, phases, offered)
+    summary = summarize_search(rows)
     expected = expect_pair(topo, src, dst)
     row = verdicts.rate_verdict(summary.estimate_mbps, expected.udp_goodput_ceiling_mbps,
                                 metric="capacity estimate",
                                 machine=None if context is None else context.machine)
-    return CapacitySearch(src, dst, list(steps), table, summary, expected, [row],
+    return CapacitySearch(src, dst, list(steps), rows, summary, expected, [row],
                           context or JudgeContext())

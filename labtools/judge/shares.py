@@ -17,6 +17,7 @@ from labtools.model.expect import bottleneck, tcp_goodput_ceiling_mbps
 from labtools.model.fairness import Flow, FlowShare, crossings, jain_index, max_min_shares
 from labtools.model.topology import Topology
 from labtools.tools.parsers.base import Parsed
+from labtools.tools.rows import Rows
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -24,6 +25,9 @@ if TYPE_CHECKING:  # pragma: no cover
 #: columns of :attr:`FlowsMeasurement.table`
 SHARES_COLUMNS = ["flow", "connections", "expected_share_mbps", "expected_goodput_mbps",
                   "measured_mbps", "sender_mbps", "limited_by"]
+SHARES_DTYPES = {"flow": "object", "connections": "int64", "expected_share_mbps": "float64",
+                 "expected_goodput_mbps": "float64", "measured_mbps": "float64",
+                 "sender_mbps": "float64", "limited_by": "object"}
 
 
 @dataclass(frozen=True)
@@ -54,7 +58,7 @@ class FlowsMeasurement:
     flows: List[Flow]
     measurements: List[Measurement]
     shares: List[FlowShare]
-    table: "pd.DataFrame"
+    rows: Rows
     summary: SharesSummary
     verdicts: List[Verdict]
     context: JudgeContext = field(default_factory=JudgeContext)
@@ -62,6 +66,11 @@ class FlowsMeasurement:
     group_id: Optional[str] = None
     started_at: str = ""
     finished_at: str = ""
+
+    @property
+    def table(self) -> "pd.DataFrame":
+        """The shares as a table (:data:`SHARES_COLUMNS`; imports pandas)."""
+        return self.rows.frame()
 
     @property
     def jain_index(self) -> Optional[float]:
@@ -106,8 +115,6 @@ def judge_flows(topo: Topology, flows: Sequence[Flow], outputs: Sequence[Parsed]
                 start_spread_ms: Optional[float] = None,
                 member_meta: Sequence[Dict[str, Any]] = ()) -> FlowsMeasurement:
     """Judge concurrent flows from their parsed iperf3 outputs (one per flow, in order)."""
-    import pandas as pd
-
     shares = max_min_shares(topo, flows)
     goodput = [None if s.share_mbps is None else tcp_goodput_ceiling_mbps(s.share_mbps)
                for s in shares]
@@ -140,10 +147,10 @@ def judge_flows(topo: Topology, flows: Sequence[Flow], outputs: Sequence[Parsed]
     jain = jain_index(per_connection) if any(per_connection) else None
     if len(per_connection) > 1:
         rows.append(verdicts.jain_verdict(jain, total_ok))
-    table = pd.DataFrame([{
+    table = Rows.of(SHARES_COLUMNS, SHARES_DTYPES, [{
         "flow": f"{f.src}-{f.dst}", "connections": f.connections,
         "expected_share_mbps": s.share_mbps, "expected_goodput_mbps": g, "measured_mbps": r,
         "sender_mbps": m.summary.sender_mbps, "limited_by": s.limited_by}  # type: ignore[union-attr]
-        for f, s, g, r, m in zip(flows, shares, goodput, rates, measured)], columns=SHARES_COLUMNS)
+        for f, s, g, r, m in zip(flows, shares, goodput, rates, measured)])
     summary = SharesSummary(total, capacity, jain, start_spread_ms)
     return FlowsMeasurement(list(flows), measured, shares, table, summary, rows, context)

@@ -20,17 +20,10 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
 from labtools import __version__
 from labtools.errors import InputError
 from labtools.model.catalog import to_dict
+from labtools.tools.rows import Rows
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
-
-
-def empty_table() -> "pd.DataFrame":
-    """A table without rows (pandas is imported when first needed: it takes seconds to
-    load under software emulation, and the lab loads it while the network starts)."""
-    import pandas as pd
-
-    return pd.DataFrame()
 
 
 def utc_now() -> str:
@@ -57,7 +50,8 @@ class RunRecord:
     columns).
 
     ``command`` is the argument vector (a list of str); ``topology_dict`` the JSON form of
-    the topology; ``params`` its parameters; ``table`` the parser's tidy table;
+    the topology; ``params`` its parameters; ``table`` the parser's tidy rows
+    (:class:`~labtools.tools.rows.Rows`; a DataFrame when read back from the store);
     ``summary`` its totals (Mbit/s, ms); ``verdicts`` rows or a DataFrame of verdicts;
     ``session_id`` and ``step`` say which lab session made it and as which probe call
     (``call``: probe and arguments); ``group_id`` ties the runs of concurrent flows or of a
@@ -66,7 +60,7 @@ class RunRecord:
     """
 
     tool: str
-    table: pd.DataFrame = field(default_factory=empty_table)
+    table: Union[Rows, "pd.DataFrame"] = field(default_factory=Rows.empty)
     summary: Dict[str, Any] = field(default_factory=dict)
     raw_output: str = ""
     status: str = "ok"
@@ -129,7 +123,7 @@ class RunRecord:
             meta.setdefault("error", str(failed) if failed else "failed")
         if summary.get("version") and not meta.get("tool_version"):
             meta["tool_version"] = str(summary["version"])
-        return cls(tool=parsed.tool, table=parsed.table, summary=summary,
+        return cls(tool=parsed.tool, table=parsed.rows, summary=summary,
                    raw_output=parsed.raw or "", **meta)
 
     @classmethod
@@ -167,8 +161,10 @@ def iso_time(value: Any) -> str:
 
 def plain(value: Any) -> Any:
     """A JSON-ready Python value (NaN/NA -> None, numpy -> Python, times -> text)."""
-    if isinstance(value, (list, tuple, dict, str)) or value is None:
-        return value
+    if isinstance(value, (list, tuple, dict, str, bool, int)) or value is None:
+        return value  # numpy's integers are not int: they go on to .item() below
+    if type(value) is float:
+        return value if math.isfinite(value) else None
     import pandas as pd
 
     if isinstance(value, pd.Timestamp):
@@ -189,10 +185,21 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, default=plain, allow_nan=False)
 
 
-def table_values(table: Optional[pd.DataFrame]) -> List[str]:
-    """Each table row as a JSON list, in column order."""
-    if table is None or table.empty:
+def table_schema(table: Union[Rows, "pd.DataFrame", None]) -> List[List[str]]:
+    """``[[column, dtype], ...]`` of a table (rows or a DataFrame)."""
+    if table is None:
         return []
+    if isinstance(table, Rows):
+        return table.schema()
+    return [[str(c), str(table[c].dtype)] for c in table.columns]
+
+
+def table_values(table: Union[Rows, "pd.DataFrame", None]) -> List[str]:
+    """Each table row as a JSON list, in column order."""
+    if table is None or not len(table):
+        return []
+    if isinstance(table, Rows):
+        return table.json_rows()
     return [json.dumps([plain(v) for v in row], default=str, allow_nan=False)
             for row in table.itertuples(index=False, name=None)]
 

@@ -56,6 +56,7 @@ from labtools.results.records import (
     environment_metadata,
     iso_time,
     rebuild_table,
+    table_schema,
     table_values,
     utc_now,
 )
@@ -385,8 +386,6 @@ def _decode_group(row: Dict[str, Any]) -> Dict[str, Any]:
 
 def _run_row(record: RunRecord) -> Dict[str, Any]:
     """The ``runs`` row of a record; checks the fields and fills in the environment."""
-    import pandas as pd
-
     if not record.tool:
         raise InputError("a run record needs a tool name")
     if record.status not in ("ok", "error"):
@@ -398,9 +397,8 @@ def _run_row(record: RunRecord) -> Dict[str, Any]:
     argv = shlex.split(record.command) if isinstance(record.command, str) else [
         str(a) for a in record.command]
     found = record.verdicts
-    if isinstance(found, pd.DataFrame):
+    if hasattr(found, "to_json"):  # a DataFrame of verdicts
         found = json.loads(found.to_json(orient="records"))
-    table = record.table if record.table is not None else pd.DataFrame()
     return {
         "schema_version": SCHEMA_VERSION, "started_at": iso_time(record.started_at),
         "finished_at": iso_time(record.finished_at or utc_now()), "topology": record.topology,
@@ -414,8 +412,9 @@ def _run_row(record: RunRecord) -> Dict[str, Any]:
         "case": record.case, "label": record.label, "status": record.status,
         "error": record.error, "summary_json": dumps(record.summary or {}),
         "raw_output": record.raw_output or "", "verdicts_json": dumps(found or []),
-        "table_json": json.dumps([[str(c), str(table[c].dtype)] for c in table.columns]),
-        "n_samples": len(table), "session_id": record.session_id, "step": record.step,
+        "table_json": json.dumps(table_schema(record.table)),
+        "n_samples": 0 if record.table is None else len(record.table),
+        "session_id": record.session_id, "step": record.step,
         "call_json": None if record.call is None else dumps(record.call),
         "group_id": record.group_id,
         "context_json": None if record.context is None else dumps(record.context),

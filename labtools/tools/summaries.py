@@ -1,8 +1,8 @@
 """Typed summaries of a parsed run: what a verdict, a plot or a student reads.
 
 A parser (:mod:`labtools.tools.parsers`) returns the tool's own totals as a dict of every
-number it printed; :func:`summarize` turns that, and the per-interval table, into one of
-three dataclasses with the units in the field names:
+number it printed; :func:`summarize` turns that, and the per-interval rows, into one of
+three dataclasses with the units in the field names (plain Python: no pandas):
 
 - :class:`RttSummary` (ping): replies, loss, min/avg/max/mdev and percentiles of the RTT;
 - :class:`RateSummary` (a TCP transfer: iperf3, simpleperf): the sender's and the
@@ -19,10 +19,9 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Dict, Optional, Union
 
 from labtools.errors import InputError
+from labtools.tools.rows import Rows
 
 if TYPE_CHECKING:  # pragma: no cover
-    import pandas as pd
-
     from labtools.tools.parsers.base import Parsed
 
 #: percentiles reported for a ping series (fractions)
@@ -120,14 +119,15 @@ def _int(value: Any) -> Optional[int]:
     return None if number is None else int(number)
 
 
-def rtt_percentiles(table: "pd.DataFrame") -> Dict[str, Optional[float]]:
+def rtt_percentiles(rows: Rows) -> Dict[str, Optional[float]]:
     """p50, p90, p99 and p99.9 (ms) of the replies' RTTs (duplicates left out; the
     nearest sample at or above each rank, so every value is a real sample)."""
     keys = ("p50_ms", "p90_ms", "p99_ms", "p999_ms")
-    if "rtt_ms" not in table.columns:
+    if "rtt_ms" not in rows.columns:
         return dict.fromkeys(keys)
-    rows = table[~table["duplicate"].astype(bool)] if "duplicate" in table.columns else table
-    values = sorted(float(v) for v in rows["rtt_ms"].dropna())
+    if "duplicate" in rows.columns:
+        rows = rows.where(lambda r: not r["duplicate"])
+    values = sorted(rows.numbers("rtt_ms"))
     if not values:
         return dict.fromkeys(keys)
     out: Dict[str, Optional[float]] = {}
@@ -139,52 +139,52 @@ def rtt_percentiles(table: "pd.DataFrame") -> Dict[str, Optional[float]]:
 
 def _rtt(parsed: "Parsed") -> RttSummary:
     s = parsed.summary
-    p = rtt_percentiles(parsed.table)
+    p = rtt_percentiles(parsed.rows)
     return RttSummary(
         transmitted=_int(s.get("transmitted")), received=_int(s.get("received")),
         loss_pct=_num(s.get("loss_pct")), min_ms=_num(s.get("min_ms")),
         avg_ms=_num(s.get("avg_ms")), max_ms=_num(s.get("max_ms")),
         mdev_ms=_num(s.get("mdev_ms")), p50_ms=p["p50_ms"], p90_ms=p["p90_ms"],
         p99_ms=p["p99_ms"], p999_ms=p["p999_ms"],
-        max_after_first_ms=_max_after_first(parsed.table),
+        max_after_first_ms=_max_after_first(parsed.rows),
         complete=bool(s.get("complete", True)))
 
 
-def _max_after_first(table: "pd.DataFrame") -> Optional[float]:
+def _max_after_first(rows: Rows) -> Optional[float]:
     """The largest RTT (ms) after the first reply (which also waits for address resolution)."""
-    if "rtt_ms" not in table.columns or len(table) < 2:
+    if "rtt_ms" not in rows.columns or len(rows) < 2:
         return None
-    return _num(table["rtt_ms"].iloc[1:].max())
+    later = [_num(v) for v in rows.column("rtt_ms")[1:]]
+    return max((v for v in later if v is not None), default=None)
 
 
-def steady_receiver_mbps(table: "pd.DataFrame", warmup_s: float) -> Optional[float]:
+def steady_receiver_mbps(rows: Rows, warmup_s: float) -> Optional[float]:
     """The receiver's rate (Mbit/s) over its intervals after the warm-up: iperf3's ``-O``
     intervals when the run has them (iperf3 restarts its clock after them), otherwise the
-    intervals that start before ``warmup_s``. None when the table has no receiver rows."""
-    needed = {"side", "start_s", "end_s", "bytes"}
-    if table is None or not needed <= set(table.columns):
+    intervals that start before ``warmup_s``. None when the rows have no receiver rows."""
+    if not {"side", "start_s", "end_s", "bytes"} <= set(rows.columns):
         return None
-    rows = table[table["side"] == "receiver"]
-    if "direction" in table.columns and table["direction"].nunique() > 1:  # --bidir
-        rows = rows[rows["direction"] == "forward"]
-    if "stream" in rows.columns and (rows["stream"] == -1).any():
-        rows = rows[rows["stream"] == -1]  # iperf3's per-interval sums
-    if "omitted" in rows.columns and rows["omitted"].astype(bool).any():
-        rows = rows[~rows["omitted"].astype(bool)]
+    mine = rows.where(lambda r: r["side"] == "receiver")
+    if "direction" in rows.columns and len(set(rows.column("direction")) - {None}) > 1:
+        mine = mine.where(lambda r: r["direction"] == "forward")  # --bidir
+    if "stream" in rows.columns and -1 in mine.column("stream"):
+        mine = mine.where(lambda r: r["stream"] == -1)  # iperf3's per-interval sums
+    if "omitted" in rows.columns and any(mine.column("omitted")):
+        mine = mine.where(lambda r: not r["omitted"])
     else:
-        rows = rows[rows["start_s"].astype(float) >= warmup_s - 1e-6]
-    if not len(rows):
+        mine = mine.where(lambda r: float(r["start_s"]) >= warmup_s - 1e-6)
+    if not len(mine):
         return None
-    span = float(rows["end_s"].max()) - float(rows["start_s"].min())
+    span = max(mine.numbers("end_s")) - min(mine.numbers("start_s"))
     if span <= 0:
         return None
-    return float(rows["bytes"].sum()) * 8 / span / 1e6
+    return sum(mine.numbers("bytes")) * 8 / span / 1e6
 
 
 def _tcp(parsed: "Parsed", warmup_s: float) -> RateSummary:
     s = parsed.summary
     receiver = _num(s.get("receiver_mbps"))
-    steady = steady_receiver_mbps(parsed.table, warmup_s)
+    steady = steady_receiver_mbps(parsed.rows, warmup_s)
     return RateSummary(
         sender_mbps=_num(s.get("sender_mbps")), receiver_mbps=receiver,
         steady_mbps=steady if steady is not None else receiver, warmup_s=warmup_s,

@@ -56,9 +56,13 @@ from typing import Any, Dict, List, Optional
 
 from labtools.errors import ParseError
 from labtools.tools.parsers.base import Parsed
+from labtools.tools.rows import Rows
 
 TOOL = "iperf"
 COLUMNS = ["stream", "start_s", "end_s", "bytes", "rate_mbps", "jitter_ms", "lost", "total", "kind"]
+DTYPES = {"stream": "int64", "start_s": "float64", "end_s": "float64", "bytes": "int64",
+          "rate_mbps": "float64", "jitter_ms": "float64", "lost": "float64",
+          "total": "float64", "kind": "object"}
 
 BYTE_UNITS: Dict[str, int] = {
     "Bytes": 1, "KBytes": 1024, "MBytes": 1024**2, "GBytes": 1024**3, "TBytes": 1024**4,
@@ -170,8 +174,6 @@ def parse(text: str) -> Parsed:
     Raises:
         ParseError: no report line, or a unit the parser does not know.
     """
-    import pandas as pd
-
     if not text or not text.strip():
         raise ParseError(TOOL, "empty output (no report line)")
     if _IPERF3_TEXT.search(text):
@@ -209,8 +211,4 @@ def parse(text: str) -> Parsed:
     summary["sent_datagrams"] = found["sent"]
     summary["warnings"] = found["warnings"]
 
-    table = pd.DataFrame(rows, columns=COLUMNS).astype(
-        {"stream": "int64", "start_s": "float64", "end_s": "float64", "bytes": "int64",
-         "rate_mbps": "float64", "jitter_ms": "float64", "lost": "float64", "total": "float64"}
-    )
-    return Parsed(tool=TOOL, table=table, summary=summary, raw=text)
+    return Parsed(tool=TOOL, rows=Rows.of(COLUMNS, DTYPES, rows), summary=summary, raw=text)

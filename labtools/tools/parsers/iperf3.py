@@ -67,12 +67,17 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from labtools.errors import ParseError
 from labtools.tools.parsers.base import Parsed
+from labtools.tools.rows import Rows
 
 TOOL = "iperf3"
 COLUMNS = [
     "source", "side", "stream", "socket", "start_s", "end_s", "bytes", "rate_mbps",
     "retransmits", "packets", "lost", "jitter_ms", "omitted", "direction",
 ]
+DTYPES = {"source": "object", "side": "object", "stream": "int64", "socket": "int64",
+          "start_s": "float64", "end_s": "float64", "bytes": "int64", "rate_mbps": "float64",
+          "retransmits": "float64", "packets": "float64", "lost": "float64",
+          "jitter_ms": "float64", "omitted": "bool", "direction": "object"}
 
 _NAN = re.compile(r"([:\[,]\s*)[-+]?(?:nan|inf(?:inity)?)\b", re.IGNORECASE)
 _ERROR_LINE = re.compile(r"^iperf3: (?:error - )?(?P<msg>.+?)\s*$", re.MULTILINE)
@@ -150,9 +155,7 @@ def _interval_rows(intervals: List[Any], source: str,
     return rows, dropped
 
 
-def _table(doc: Dict[str, Any], reverse: bool) -> Tuple[Any, int]:
-    import pandas as pd
-
+def _table(doc: Dict[str, Any], reverse: bool) -> Tuple[Rows, int]:
     client_side = "receiver" if reverse else "sender"
     server_side = "sender" if reverse else "receiver"
     rows, dropped = _interval_rows(doc.get("intervals") or [], "client", client_side)
@@ -161,13 +164,7 @@ def _table(doc: Dict[str, Any], reverse: bool) -> Tuple[Any, int]:
         more, more_dropped = _interval_rows(server.get("intervals") or [], "server", server_side)
         rows += more
         dropped += more_dropped
-    table = pd.DataFrame(rows, columns=COLUMNS)
-    table = table.astype(
-        {"stream": "int64", "socket": "int64", "start_s": "float64", "end_s": "float64",
-         "bytes": "int64", "rate_mbps": "float64", "retransmits": "float64",
-         "packets": "float64", "lost": "float64", "jitter_ms": "float64", "omitted": "bool"}
-    )
-    return table, dropped
+    return Rows.of(COLUMNS, DTYPES, rows), dropped
 
 
 def _totals(end: Dict[str, Any], udp: bool, interrupted: bool) -> Dict[str, Any]:
@@ -241,7 +238,7 @@ def parse(text: str) -> Parsed:
     reverse = bool(test.get("reverse", 0))
     protocol = str(test.get("protocol", "UDP" if "sum" in end else "TCP")).upper()
     version = str(start.get("version", "")).replace("iperf", "").strip() or None
-    table, dropped = _table(doc, reverse)
+    rows, dropped = _table(doc, reverse)
     summary: Dict[str, Any] = {
         "protocol": protocol,
         "streams": int(test.get("num_streams") or len(start.get("connected") or []) or 0),
@@ -264,4 +261,4 @@ def parse(text: str) -> Parsed:
         json_objects=len(objects),
         duplicate_intervals_dropped=dropped,
     )
-    return Parsed(tool=TOOL, table=table, summary=summary, raw=text)
+    return Parsed(tool=TOOL, rows=rows, summary=summary, raw=text)

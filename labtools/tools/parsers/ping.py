@@ -43,9 +43,12 @@ from typing import Any, Dict, List, Optional
 
 from labtools.errors import ParseError
 from labtools.tools.parsers.base import Parsed
+from labtools.tools.rows import TIME_DTYPE, Rows
 
 TOOL = "ping"
 COLUMNS = ["seq", "ttl", "rtt_ms", "bytes", "received_at", "duplicate"]
+DTYPES = {"seq": "int64", "ttl": "int64", "rtt_ms": "float64", "bytes": "int64",
+          "received_at": TIME_DTYPE, "duplicate": "bool"}
 
 _HEADER = re.compile(r"^PING\s+(?P<dest>\S+)\s+\((?P<addr>[^)]+)\)")
 _REPLY = re.compile(
@@ -131,8 +134,6 @@ def parse(text: str) -> Parsed:
     Raises:
         ParseError: the text has no ``PING`` header line and no reply line.
     """
-    import pandas as pd
-
     if not text or not text.strip():
         raise ParseError(TOOL, "empty output (no PING header, no reply, no statistics)")
     lines = [line.strip() for line in text.splitlines()]
@@ -154,12 +155,4 @@ def parse(text: str) -> Parsed:
         summary["errors"] = len(error_messages)
     summary["error_messages"] = sorted(set(error_messages))
 
-    table = pd.DataFrame(rows, columns=COLUMNS)
-    table = table.astype(
-        {"seq": "int64", "ttl": "int64", "rtt_ms": "float64", "bytes": "int64",
-         "duplicate": "bool"}
-    )
-    # ping -D prints Unix seconds; a time column reads as a time, not as 1.795339e+09
-    table["received_at"] = pd.to_datetime(table["received_at"].astype("float64"), unit="s",
-                                          utc=True)
-    return Parsed(tool=TOOL, table=table, summary=summary, raw=text)
+    return Parsed(tool=TOOL, rows=Rows.of(COLUMNS, DTYPES, rows), summary=summary, raw=text)

@@ -58,10 +58,13 @@ from typing import Any, Dict, List, Optional
 
 from labtools.errors import ParseError
 from labtools.tools.parsers.base import Parsed
+from labtools.tools.rows import Rows
 
 TOOL = "simpleperf"
 
 COLUMNS = ["session", "conn", "side", "start_s", "end_s", "bytes", "rate_mbps"]
+DTYPES = {"session": "object", "conn": "int64", "side": "object", "start_s": "float64",
+          "end_s": "float64", "bytes": "int64", "rate_mbps": "float64"}
 
 #: record type -> keys it must carry
 REQUIRED: Dict[str, tuple] = {
@@ -99,16 +102,6 @@ def _records(text: str) -> List[Record]:
     return records
 
 
-def _table(rows: List[Record]) -> "Any":
-    import pandas as pd
-
-    table = pd.DataFrame(rows, columns=COLUMNS)
-    table = table.astype({"session": "object", "conn": "int64", "side": "object",
-                          "start_s": "float64", "end_s": "float64", "bytes": "int64",
-                          "rate_mbps": "float64"})
-    return table
-
-
 def _first(records: List[Record], kind: str) -> Optional[Record]:
     return next((r for r in records if r["type"] == kind), None)
 
@@ -141,7 +134,7 @@ def _client(records: List[Record], text: str) -> Parsed:
             "interrupted": end["interrupted"],
             "error": end["error"] if end["error"] is not None else summary["error"],
         })
-    return Parsed(tool=TOOL, table=_table(rows), summary=summary, raw=text)
+    return Parsed(tool=TOOL, rows=Rows.of(COLUMNS, DTYPES, rows), summary=summary, raw=text)
 
 
 def _server(records: List[Record], text: str) -> Parsed:
@@ -166,7 +159,7 @@ def _server(records: List[Record], text: str) -> Parsed:
         "interrupted": bool(stop["interrupted"]) if stop is not None else False,
         "error": failure["message"] if failure is not None else (errors[0] if errors else None),
     }
-    return Parsed(tool=TOOL, table=_table(rows), summary=summary, raw=text)
+    return Parsed(tool=TOOL, rows=Rows.of(COLUMNS, DTYPES, rows), summary=summary, raw=text)
 
 
 def parse(text: str) -> Parsed:
