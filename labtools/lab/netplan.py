@@ -39,10 +39,12 @@ class NodePlan:
     def script(self) -> str:
         """The node's configuration as a POSIX shell script (run in the node: one round
         trip); it stops at the first failing command."""
+        # the sysctls written by the shell itself (``sysctl`` is one more process per node)
         lines = ["set -e",
-                 "sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1"]
+                 "echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6",
+                 "echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6"]
         if self.router:
-            lines.append("sysctl -qw net.ipv4.ip_forward=1")
+            lines.append("echo 1 > /proc/sys/net/ipv4/ip_forward")
         lines.append(_batch("ip", ["link set lo up", *self.ip_lines]))
         lines += [gro_off_command(dev) for dev in self.gro_off]
         if self.tc_lines:
@@ -56,7 +58,9 @@ class NetPlan:
 
     nodes: Dict[str, NodePlan]
     bridges: List[str]
-    root_ip: List[str]  #: with ``{pid[NAME]}`` where a node's namespace goes
+    #: with ``{pid[NAME]}`` where a node's namespace goes, and ``{group}``: the link group
+    #: of the bridges and switch ports, which removes them all in one kernel operation
+    root_ip: List[str]
     root_tc: List[str]
     root_gro_off: List[str]
     #: the switch ports: one end in the root namespace of every link to a switch. Deleting it
@@ -125,7 +129,7 @@ def plan_network(parts: Sequence[Topology]) -> NetPlan:
         for node in part.nodes:
             if node.kind == SWITCH:
                 bridges.append(node.name)
-                root_ip.append(f"link add name {node.name} type bridge")
+                root_ip.append(f"link add name {node.name} group {{group}} type bridge")
             else:
                 plan = nodes[node.name] = NodePlan(node.name, node.kind == ROUTER)
                 for iface in routing.addressing.of_node(node.name):
@@ -154,7 +158,8 @@ def _link_lines(part: Topology, link: Link, nodes: Dict[str, NodePlan], root_tc:
     for end, dev in ((a, dev_a), (b, dev_b)):
         shaping = tc_lines(link, dev) if mininet_link_params(link) else []
         if part.node(end).kind == SWITCH:
-            lines += [f"link set dev {dev} master {end}", f"link set dev {dev} up"]
+            lines += [f"link set dev {dev} master {end} group {{group}}",
+                      f"link set dev {dev} up"]
             root_tc += shaping
             gro += [dev] if shaping else []
         else:
