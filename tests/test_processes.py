@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from labtools.lab.processes import STOP_SIGNALS, ask_to_stop, terminate
+from labtools.lab.processes import STOP_SIGNALS, ask_to_stop, server_failure, terminate
 
 
 def _free_port() -> int:
@@ -55,3 +55,17 @@ def test_asking_a_finished_server_to_stop_does_nothing():
     proc.wait(timeout=10)
     ask_to_stop(proc, argv)
     assert proc.returncode == 0
+
+
+def test_a_server_that_exited_says_why_one_that_runs_says_nothing():
+    """A client that waited for its server in vain reports the server's own last line."""
+    gone = _started(["sh", "-c", "echo starting; echo 'port 8088 is already in use'; exit 1"])
+    gone.wait(timeout=10)
+    error = server_failure(gone, "simpleperf", "h4")
+    assert error is not None
+    assert str(error) == "simpleperf server on h4 exited at once: port 8088 is already in use"
+    running = _started(["sleep", "30"])
+    try:
+        assert server_failure(running, "simpleperf", "h4") is None
+    finally:
+        terminate(running)

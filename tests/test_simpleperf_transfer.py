@@ -229,6 +229,7 @@ def _one_error_line(done: subprocess.CompletedProcess, status: int) -> str:
     (["-i", "-1"], "interval -1"),
     (["-t", "1", "-n", "1MB"], "not both"),
     (["-f", "GB"], "bad format"),
+    (["-w", "-1"], "wait -1 s is outside"),
 ])
 def test_bad_client_options_give_one_line_and_status_2(args: List[str], reason: str) -> None:
     done = run_client(free_port(), *args)
@@ -250,6 +251,27 @@ def test_unreachable_server_gives_one_line_and_status_1() -> None:
     done = run_client(free_port(), "-t", "1", "--json")
     assert "connection refused" in _one_error_line(done, 1)
     assert of_type(records(done.stdout), "error")[0]["message"].startswith("cannot connect")
+
+
+def test_a_client_told_to_wait_connects_to_a_server_that_starts_after_it() -> None:
+    """``--wait``: the client keeps trying while the port refuses, so the kit starts the
+    server and the client together (each Python start takes a second or more under
+    software emulation); without it the same client fails at once."""
+    port = free_port()
+    client = subprocess.Popen(TOOL + ["-c", "-I", "127.0.0.1", "-p", str(port), "-n", "1MB",
+                                      "-w", "20", "--json"], cwd=str(ROOT),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)  # the client is trying: nothing listens yet
+    assert client.poll() is None
+    server = ServerProcess(port)
+    try:
+        out, _ = client.communicate(timeout=30)
+    finally:
+        server.stop()
+    assert client.returncode == 0
+    assert of_type(records(out), "end")[0]["server_bytes"] == 1_000_000
+    done = run_client(port, "-n", "1MB", "-w", "0.3", "--json")
+    assert "connection refused for 0.3 s" in _one_error_line(done, 1)
 
 
 def test_port_in_use_gives_one_line_and_status_1() -> None:

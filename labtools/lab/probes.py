@@ -19,7 +19,7 @@ from labtools.errors import LabtoolsError, ToolError
 from labtools.judge import policy
 from labtools.judge.measurement import JudgeContext, Measurement, ProbeCall, judge_parsed
 from labtools.judge.shares import FlowsMeasurement, flows_spec, judge_flows
-from labtools.lab.processes import TIMEOUT_MARGIN_S, wait_output
+from labtools.lab.processes import SERVER_READY_S, TIMEOUT_MARGIN_S, server_failure, wait_output
 from labtools.lab.startgate import StartGate
 from labtools.model.fairness import Flow
 from labtools.results.records import utc_now
@@ -130,13 +130,20 @@ def simpleperf(lab: "LabSession", src: str, dst: str, duration_s: Optional[float
     call = ProbeCall("simpleperf", {"src": src, "dst": dst, "parallel": parallel})
     duration_s = lab.durations.tcp_s if duration_s is None else duration_s
     server_ip = lab.ip_towards(src, dst)
-    argv = toolargs.simpleperf_client_args(server_ip, duration_s, interval_s, parallel, port)
+    # server and client start together (a Python start each: seconds under software
+    # emulation); the client keeps trying until the server listens
+    argv = toolargs.simpleperf_client_args(server_ip, duration_s, interval_s, parallel, port,
+                                           wait_s=SERVER_READY_S)
     context = lab.context(warmup_s=policy.warmup_s(duration_s))
 
     def measure() -> Measurement:
-        with lab.server(dst, toolargs.simpleperf_server_args(server_ip, port), port):
-            return run_tool(lab, "simpleperf", src, dst, argv, duration_s + TIMEOUT_MARGIN_S,
-                            context, call)
+        with lab.server(dst, toolargs.simpleperf_server_args(server_ip, port), port,
+                        wait=False) as server:
+            try:
+                return run_tool(lab, "simpleperf", src, dst, argv,
+                                SERVER_READY_S + duration_s + TIMEOUT_MARGIN_S, context, call)
+            except LabtoolsError as err:
+                raise server_failure(server, "simpleperf", dst) or err from None
 
     return lab.perform(call, measure)
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from typing import List
+from typing import List, Optional
 
-from labtools.errors import ProbeTimeout
+from labtools.errors import ProbeTimeout, ToolError
 
 #: seconds a probe may take beyond its own duration before it counts as hung
 TIMEOUT_MARGIN_S = 20.0
@@ -97,6 +97,16 @@ def listening(pid: int, port: int, udp: bool = False) -> bool:
         except OSError:
             continue
     return False
+
+
+def server_failure(proc: "subprocess.Popen[str]", tool: str,
+                   host: str) -> Optional[ToolError]:
+    """The error to report when a server has already exited (why its client failed), with
+    the last line it printed; None while it still runs."""
+    if proc.poll() is None:
+        return None
+    out = proc.stdout.read() if proc.stdout else ""
+    return ToolError(f"{tool} server on {host} exited at once: {last_line(out) or 'no output'}")
 
 
 def last_line(text: str) -> str:

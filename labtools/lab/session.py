@@ -192,9 +192,10 @@ class LabSession(LabBase):
 
     @contextmanager
     def server(self, host: str, argv: List[str], port: Optional[int] = None,
-               udp: bool = False) -> Iterator["subprocess.Popen[str]"]:
+               udp: bool = False, wait: bool = True) -> Iterator["subprocess.Popen[str]"]:
         """A server running on ``host`` for the duration of the block; with ``port``, the
-        block starts only once the server listens on it (at most ``SERVER_READY_S``).
+        block starts only once the server listens on it (at most ``SERVER_READY_S``), or
+        at once without ``wait`` (for a client that waits for the server itself).
 
         After the block the server is asked to stop and exits while the measurement is
         judged and saved (a third of a second under software emulation); the next server on
@@ -207,7 +208,8 @@ class LabSession(LabBase):
         self._servers.append(proc)
         self._server_on[(host, port)] = proc
         try:
-            _await_server(proc, argv, host, port, udp)
+            if wait:
+                _await_server(proc, argv, host, port, udp)
             yield proc
         finally:
             ask_to_stop(proc, argv)

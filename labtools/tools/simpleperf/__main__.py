@@ -8,15 +8,23 @@ Errors print one line on stderr, ``simpleperf: error: REASON``; with ``--json`` 
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import List, Optional
 
-from labtools.errors import InputError, LabtoolsError
-from labtools.tools.simpleperf.client import Client
-from labtools.tools.simpleperf.options import parse_options
-from labtools.tools.simpleperf.report import Reporter
-from labtools.tools.simpleperf.server import Server
-from labtools.tools.simpleperf.stopping import StopFlag
+if not __package__:  # run as a folder, ``python -S .../labtools/tools/simpleperf`` (as the kit
+    # does: without site-packages, a second less per start under software emulation): the
+    # folder that holds ``labtools`` replaces this one on the path (simpleperf needs only
+    # the standard library and the kit)
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.realpath(__file__)))))
+
+from labtools.errors import InputError, LabtoolsError  # noqa: E402
+from labtools.tools.simpleperf.client import Client  # noqa: E402
+from labtools.tools.simpleperf.options import parse_options  # noqa: E402
+from labtools.tools.simpleperf.report import Reporter  # noqa: E402
+from labtools.tools.simpleperf.server import Server  # noqa: E402
+from labtools.tools.simpleperf.stopping import StopFlag  # noqa: E402
 
 
 def _fail(message: str, status: int, reporter: Optional[Reporter], role: str) -> int:

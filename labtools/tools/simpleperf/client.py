@@ -28,6 +28,8 @@ from labtools.tools.simpleperf.stopping import StopFlag
 SEND_BUFFER_BYTES = 128 * 1024
 #: seconds to connect and get the server's WELCOME
 CONNECT_TIMEOUT_S = 5.0
+#: seconds between connection attempts while the server refuses (``--wait``)
+RETRY_S = 0.05
 #: seconds a send may block before the connection counts as stalled
 STALL_TIMEOUT_S = 30.0
 #: seconds to wait for the server's ACK after the final marker (the queued data drains
@@ -58,22 +60,42 @@ def _address(addr: Tuple) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def connect(server: str, port: int, hello: protocol.Hello) -> socket.socket:
-    """A connection to the server that has accepted ``hello``.
+def _open(server: str, port: int, wait_s: float, stop: Optional[StopFlag]) -> socket.socket:
+    """A TCP connection to ``server``; while it refuses, tried again every
+    :data:`RETRY_S` for up to ``wait_s`` seconds (a server that is still starting), unless
+    a stop is asked for."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return socket.create_connection((server, port), timeout=CONNECT_TIMEOUT_S)
+        except ConnectionRefusedError:
+            if time.monotonic() >= deadline:
+                raise
+            if stop is not None and stop.wait(RETRY_S):
+                raise
+            if stop is None:
+                time.sleep(RETRY_S)
+
+
+def connect(server: str, port: int, hello: protocol.Hello, wait_s: float = 0.0,
+            stop: Optional[StopFlag] = None) -> socket.socket:
+    """A connection to the server that has accepted ``hello``; ``wait_s``: seconds to keep
+    trying while the server refuses (``stop`` ends the waiting).
 
     Raises:
-        ToolError: the server cannot be resolved, refuses, does not answer within
-            :data:`CONNECT_TIMEOUT_S`, or is not a simpleperf v1 server.
+        ToolError: the server cannot be resolved, refuses (for ``wait_s``), does not answer
+            within :data:`CONNECT_TIMEOUT_S`, or is not a simpleperf v1 server.
     """
     where = f"{server} port {port}"
     try:
-        sock = socket.create_connection((server, port), timeout=CONNECT_TIMEOUT_S)
+        sock = _open(server, port, wait_s, stop)
     except socket.gaierror as err:
         raise ToolError(f"cannot resolve server address {server!r}: {err.strerror}") from None
     except socket.timeout:
         raise ToolError(f"no answer from {where} within {CONNECT_TIMEOUT_S:g} s") from None
     except ConnectionRefusedError:
-        raise ToolError(f"cannot connect to {where}: connection refused "
+        waited = f" for {wait_s:g} s" if wait_s else ""
+        raise ToolError(f"cannot connect to {where}: connection refused{waited} "
                         "(is a simpleperf server running there?)") from None
     except OSError as err:
         raise ToolError(f"cannot connect to {where}: {err.strerror or err}") from None
@@ -132,7 +154,7 @@ class Client:
         try:
             for number in range(1, opts.parallel + 1):
                 hello = protocol.Hello(number, opts.parallel, interval_ms, session)
-                sock = connect(opts.server, opts.port, hello)
+                sock = connect(opts.server, opts.port, hello, opts.wait_s, self.stop)
                 conns.append(_Conn(number, sock, _address(sock.getsockname()),
                                    _address(sock.getpeername())))
         except ToolError:

@@ -24,6 +24,7 @@ DEFAULT_PORT = 8088
 DEFAULT_TIME_S = 25.0
 MAX_TIME_S = 3600.0
 MIN_INTERVAL_S = 0.1
+MAX_WAIT_S = 60.0
 DEFAULT_SERVER = "127.0.0.1"
 DEFAULT_BIND = "0.0.0.0"
 
@@ -46,6 +47,8 @@ class Options:
         parallel: client only: number of parallel connections (1..5).
         amount_bytes: client only: bytes to send on each connection, or None to send for
             ``time_s``.
+        wait_s: client only: how long to keep trying while the server refuses (it may
+            still be starting), in seconds; 0 = give up at once.
     """
 
     mode: str
@@ -58,6 +61,7 @@ class Options:
     interval_s: float = 0.0
     parallel: int = 1
     amount_bytes: Optional[int] = None
+    wait_s: float = 0.0
 
 
 def parse_amount(text: str) -> int:
@@ -117,6 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"client: parallel connections, 1..{MAX_PARALLEL}")
     p.add_argument("-n", "--num", default=None,
                    help="client: amount per connection with unit (10MB); replaces -t")
+    p.add_argument("-w", "--wait", type=float, default=0.0,
+                   help="client: seconds to keep trying while the server is still starting "
+                        f"(refuses), 0..{MAX_WAIT_S:g}")
     p.add_argument("--json", action="store_true", help="print JSON lines (one object each)")
     return p
 
@@ -135,6 +142,8 @@ def _check_client(args: argparse.Namespace) -> None:
         raise InputError(
             f"interval {args.interval:g} s: use 0 (none) or {MIN_INTERVAL_S:g}..{MAX_TIME_S:g}"
         )
+    if not 0 <= args.wait <= MAX_WAIT_S:
+        raise InputError(f"wait {args.wait:g} s is outside 0..{MAX_WAIT_S:g}")
     if not 1 <= args.parallel <= MAX_PARALLEL:
         raise InputError(f"parallel {args.parallel} is outside 1..{MAX_PARALLEL}")
 
@@ -162,4 +171,5 @@ def parse_options(argv: Optional[List[str]]) -> Options:
         interval_s=args.interval,
         parallel=args.parallel,
         amount_bytes=amount,
+        wait_s=args.wait,
     )
