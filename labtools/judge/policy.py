@@ -78,6 +78,9 @@ UDP_LOSS_ABOVE_CAPACITY_PCT = 5.0
 # --- capacity search ---------------------------------------------------------------------
 SATURATION_LOSS_PCT = 1.0
 SATURATION_GROWTH = 0.90
+#: the demonstration's search starts at this fraction of the path's bottleneck rate and
+#: doubles (a quarter: three clean steps below the link rate, then the knee)
+SEARCH_START_FRACTION = 0.25
 
 # --- the machine -------------------------------------------------------------------------
 CAPACITY_HEADROOM = 0.9

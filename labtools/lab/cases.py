@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from labtools.errors import InputError, TopologyError
+from labtools.judge import policy
 from labtools.model.expect import bottleneck, rtt_ms
 from labtools.model.fairness import parse_flows
 from labtools.model.topology import Topology
@@ -125,7 +126,8 @@ def _udp(lab: "LabSession", name: str, plan: CasePlan, duration_s: float,
         _rows(rows, f"{src}-{dst} at {rate:g}M", "iperf", src, dst, m.run_id, m.verdicts)
     src, dst = plan.pairs[0]
     link_mbps = bottleneck(lab.topo, src, dst)[0] or 8.0
-    settings = SearchSettings(start_mbps=max(1.0, link_mbps / 8), max_mbps=4 * link_mbps)
+    settings = SearchSettings(start_mbps=max(1.0, link_mbps * policy.SEARCH_START_FRACTION),
+                              max_mbps=4 * link_mbps)
     search = capacity_search(lab, src, dst, settings,
                              progress=lambda t: say(f"[udp] capacity {src}-{dst}: {t}"))
     _rows(rows, f"{src}-{dst} capacity search", "iperf", "", "", None, search.verdicts)
