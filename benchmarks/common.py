@@ -69,6 +69,26 @@ def meminfo_mib(field: str) -> float:
     return 0.0
 
 
+def settled_available_mib(tolerance_mib: float = 2.0, tries: int = 10) -> float:
+    """``MemAvailable`` (MiB) once it holds still: the page cache dropped (as root) and two
+    readings 0.5 s apart within ``tolerance_mib`` (a network that was just stopped frees
+    its memory for a few seconds after; without this a small network's figure can come
+    out negative)."""
+    last = None
+    for _ in range(tries):
+        subprocess.run(["sync"], check=False)
+        try:
+            Path("/proc/sys/vm/drop_caches").write_text("3\n")
+        except OSError:
+            pass  # not root: the cache stays, the readings still settle
+        now = meminfo_mib("MemAvailable")
+        if last is not None and abs(now - last) <= tolerance_mib:
+            return now
+        last = now
+        time.sleep(0.5)
+    return meminfo_mib("MemAvailable")
+
+
 def machine_info() -> Dict[str, Any]:
     """The machine, kernel, emulation mode and versions a benchmark ran with."""
     from labtools import __version__

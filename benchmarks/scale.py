@@ -4,10 +4,11 @@ Needs root. The star and tree topologies have no shaping and no delay, so they r
 kernel without netem too: ``bench.py`` runs this natively and again inside the VM. For each
 kind and size (10, 100, 500, 1000 hosts), ``--repeat`` times: the kit's start and stop time
 (``MininetBackend``), the memory the running network takes (``MemAvailable`` before and
-after), and a ping sample from the first host to the last (3 pings). Plain Mininet
-(Python API, Linux bridges, no controller) starts the same network up to ``--mininet-max``
-hosts, once per size. A size whose start took more than ``--limit`` seconds ends that
-kind: larger ones are not tried (reported as skipped).
+after, each read once it holds still with the page cache dropped), and a ping sample from
+the first host to the last (3 pings). Plain Mininet (Python API, Linux bridges, no
+controller) starts the same network up to ``--mininet-max`` hosts, once per size. A size
+whose start took more than ``--limit`` seconds ends that kind: larger ones are not tried
+(reported as skipped).
 
     python benchmarks/scale.py --sizes 10,100,500,1000 --repeat 3 --out results/scale.json
 """
@@ -20,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
-from common import ROOT, meminfo_mib, plain_mininet, say, spread, timed, write_json
+from common import ROOT, plain_mininet, say, settled_available_mib, spread, timed, write_json
 
 KINDS = {"star": "star,hosts={n}", "tree": "tree,hosts={n},fanout=10"}
 LIMIT_S = 300.0
@@ -44,9 +45,9 @@ def kit_once(spec: str) -> Dict[str, Any]:
 
     topo = load_topology(spec)
     backend = MininetBackend(topo, "lxbr")
-    before = meminfo_mib("MemAvailable")
+    before = settled_available_mib()
     start_s, _ = timed(backend.start)
-    used = before - meminfo_mib("MemAvailable")
+    used = before - settled_available_mib()
     try:
         rtt = ping_sample(backend, topo)
     finally:
