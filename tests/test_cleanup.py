@@ -33,6 +33,7 @@ from labtools.system.cleanup import (
     remove,
     run_mn_clean,
 )
+from labtools.tools.args import SIMPLEPERF
 
 # --- pure parts ------------------------------------------------------------------------
 
@@ -44,6 +45,8 @@ from labtools.system.cleanup import (
     ("python3", ["/work/.venv/bin/python3", "-m", "labtools.tools.simpleperf", "-s"], "simpleperf"),
     ("simpleperf", ["/work/.venv/bin/python3", "/work/.venv/bin/simpleperf", "-s"],
      "simpleperf"),
+    ("python3", [*SIMPLEPERF, "-s", "-p", "8088"], "simpleperf"),  # as the kit starts it
+    ("python3", ["python3", "-S", "/tmp/simpleperf.py", "-s"], None),
     ("mnexec", ["mnexec", "-cdn", "bash"], "mnexec"),
     ("bash", ["bash", "--norc", "--noediting", "-is", "mininet:h1"], "mininet:h1"),
     ("grep", ["grep", "mininet:h1"], None),

@@ -154,10 +154,11 @@ def kit_process_name(comm: str, argv: Sequence[str]) -> Optional[str]:
     for name in (comm, base):
         if name in KIT_TOOLS:
             return name
-    if base.startswith("python") and "labtools.tools.simpleperf" in argv[1:3]:
-        return "simpleperf"
-    if len(argv) > 1 and os.path.basename(argv[1]) == "simpleperf":
-        return "simpleperf"
+    if base.startswith("python") and "labtools.tools.simpleperf" in argv[1:4]:
+        return "simpleperf"  # python [-S] -m labtools.tools.simpleperf
+    script = next((arg for arg in argv[1:3] if not arg.startswith("-")), "")
+    if os.path.basename(script.rstrip("/")) == "simpleperf":
+        return "simpleperf"  # the installed script, or python -S .../tools/simpleperf (the kit)
     return None
 
 
