@@ -1,4 +1,4 @@
-"""What ``labtools run`` loads before its lab starts: not pandas (about 15 s under software
+"""What ``labtools run`` loads before its lab starts: not pandas (about 20 s under software
 emulation, where every Python module costs tens of milliseconds): the command boots the VM,
 and the lab builds its network, without it."""
 

@@ -135,8 +135,13 @@ def _ready(monkeypatch, tmp_path):
 def test_kernel_options_are_appended_one_by_one(tmp_path):
     args = vm.build_vng_args(spec(tmp_path, kernel_args=("idle=poll", "nosmt")))
     appended = [args[i + 1] for i, a in enumerate(args) if a == "--append"]
-    assert appended == ["idle=poll", "nosmt"]
-    assert "--append" not in vm.build_vng_args(spec(tmp_path))
+    unused = "module_blacklist=" + ",".join(vm.UNUSED_GUEST_MODULES)
+    assert appended == [unused, "idle=poll", "nosmt"]
+    default = vm.build_vng_args(spec(tmp_path))
+    assert [default[i + 1] for i, a in enumerate(default) if a == "--append"] == [unused]
+    assert {"kvm", "libata"} <= set(vm.UNUSED_GUEST_MODULES)
+    assert not {"sch_netem", "sch_htb", "openvswitch", "9p", "virtio_net", "overlay"} & set(
+        vm.UNUSED_GUEST_MODULES)  # what the lab and the VM itself need
 
 
 @pytest.mark.parametrize("kvm, env, cpus, kernel_args", [

@@ -82,7 +82,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "the host's files read-only except the project folder and the current directory, "
         "loads sch_netem, sch_htb and openvswitch, runs CMD in the current directory and "
         "exits with CMD's status. KVM is used when a (cached) probe shows that it works, "
-        "software emulation otherwise (boot about 15 s).")
+        "software emulation otherwise (boot about 13 s).")
     p.add_argument("--timeout", type=float, default=None, metavar="S",
                    help="stop the VM after S seconds, boot included (default: none)")
     p.add_argument("--memory", default=None, help="guest memory, e.g. 2G (default 2G)")

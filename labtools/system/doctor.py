@@ -94,7 +94,7 @@ def _kvm_check(recheck: bool) -> Check:
         return Check("KVM", True, "not needed inside the VM runner's guest", "", required=False)
     ok, detail = caps.kvm_usable(recheck=recheck, progress=sys.stderr)
     fix = ("" if ok else "optional: the VM runner falls back to software emulation (boot "
-           "about 15 s); enable (nested) virtualisation and access to /dev/kvm to speed it up")
+           "about 13 s); enable (nested) virtualisation and access to /dev/kvm to speed it up")
     return Check("KVM", ok, detail, fix, required=False)
 
 

@@ -54,6 +54,17 @@ STATUS_FILE = "status"
 #: cannot emulate"), so it is not the default. It keeps one host core busy while it runs.
 IDLE_POLL_CPUS = 1
 IDLE_POLL_KERNEL_ARGS = ("idle=poll",)
+#: drivers the guest never uses, which udev would load at boot for QEMU's emulated hardware
+#: (nested KVM, the watchdog, the SATA and CD-ROM controllers, input, CPU-specific crypto):
+#: under software emulation their loading kept the boot waiting for udev 6.1 s, without
+#: them 2.7 s (the command started 3.4 s sooner; measured with dmesg in the guest)
+UNUSED_GUEST_MODULES = (
+    "kvm", "kvm_amd", "kvm_intel", "irqbypass", "ccp", "iTCO_wdt", "iTCO_vendor_support",
+    "intel_pmc_bxt", "i6300esb", "watchdog", "ahci", "libahci", "libata", "scsi_mod", "sr_mod",
+    "cdrom", "sg", "psmouse", "serio_raw", "pcspkr", "i2c_i801", "i2c_smbus", "lpc_ich",
+    "evdev", "button", "qemu_fw_cfg", "crct10dif_pclmul", "crc32_pclmul", "crc32c_intel",
+    "ghash_clmulni_intel", "sha512_ssse3", "sha256_ssse3", "sha1_ssse3", "aesni_intel",
+    "crypto_simd", "cryptd")
 SCRIPT_FILE = "guest.sh"
 
 
@@ -193,6 +204,7 @@ def build_vng_args(spec: VMSpec) -> List[str]:
         args.append("--disable-kvm")
     for d in (*spec.rwdirs, spec.state_dir):
         args += ["--rwdir", str(d)]
+    args += ["--append", "module_blacklist=" + ",".join(UNUSED_GUEST_MODULES)]
     for arg in spec.kernel_args:
         args += ["--append", arg]
     args += ["--cwd", str(spec.cwd)]
@@ -348,7 +360,7 @@ def run_in_vm(command: Sequence[str], *, timeout_s: Optional[float] = None,
         (state_dir / VM_OWNER_FILE).write_text(f"{os.getpid()}\n")
         spec = make_spec(command, state_dir, **options)  # type: ignore[arg-type]
         (state_dir / SCRIPT_FILE).write_text(guest_script(spec))
-        mode = "KVM" if spec.kvm else "software emulation, about 15 s"
+        mode = "KVM" if spec.kvm else "software emulation, about 13 s"
         mode += f"; {spec.cpus} CPU{'s' if spec.cpus > 1 else ''}"
         if spec.kernel_args:
             mode += f", {' '.join(spec.kernel_args)}"

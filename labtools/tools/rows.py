@@ -3,7 +3,7 @@
 A parser's per-sample rows, a capacity search's steps and the shares of concurrent flows
 are kept as :class:`Rows`. Measuring, judging and saving read them as they are;
 :meth:`Rows.frame` makes the pandas DataFrame a notebook, a plot or ``labtools results``
-shows. pandas takes about 15 s to import under software emulation (the lab VM without
+shows. pandas takes about 20 s to import under software emulation (the lab VM without
 KVM), so a lab run that only measures, judges and saves never loads it.
 
 Column types are pandas dtype names: ``int64``, ``float64``, ``bool``, ``object``, and
