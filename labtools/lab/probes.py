@@ -173,9 +173,14 @@ def _run_flows(lab: "LabSession", flows: List[Flow], argvs: List[List[str]], sec
     from contextlib import ExitStack
 
     with ExitStack() as servers, lab.group() as group_id:
+        starting = []  # the servers start side by side, then each is awaited
         for i, flow in enumerate(flows):
-            port = toolargs.DEFAULT_PORT + i
-            servers.enter_context(lab.server(flow.dst, toolargs.iperf3_server_args(port), port))
+            port, argv = toolargs.DEFAULT_PORT + i, toolargs.iperf3_server_args(
+                toolargs.DEFAULT_PORT + i)
+            proc = servers.enter_context(lab.server(flow.dst, argv, port, wait=False))
+            starting.append((proc, argv, flow.dst, port))
+        for proc, argv, host, port in starting:
+            lab.await_server(proc, argv, host, port)
         with StartGate(len(flows)) as gate:  # spawn them all, then start them at once
             procs = [lab.start_process(f.src, gate.wrap(argv, i))
                      for i, (f, argv) in enumerate(zip(flows, argvs))]

@@ -214,6 +214,12 @@ class LabSession(LabBase):
         finally:
             ask_to_stop(proc, argv)
 
+    def await_server(self, proc: "subprocess.Popen[str]", argv: List[str], host: str,
+                     port: int, udp: bool = False) -> None:
+        """Return once a server started by :meth:`server` without ``wait`` listens on
+        ``port`` (several servers then start side by side)."""
+        _await_server(proc, argv, host, port, udp)
+
     # --- saving ---------------------------------------------------------------------------
     def _meta(self, tool: str, call: Optional[ProbeCall]) -> Dict[str, Any]:
         meta: Dict[str, Any] = dict(
