@@ -198,13 +198,17 @@ def test_real_vm_boot_runs_netem_and_returns_the_status(tmp_path):
     if caps.vm_runner_missing():
         pytest.skip(f"VM runner not ready: {caps.vm_runner_missing()}")
     guest = ("cat /proc/version; tc qdisc add dev lo root netem delay 1ms && echo netem-added; "
+             "iperf3 -s -1 -D; echo receiver-lines=$(iperf3 -c 127.0.0.1 -t 1 | grep -c receiver); "
              f"uname -r > {tmp_path}/release; exit 5")
+    # the host's /tmp shared too (as `labtools run --results /tmp/x.sqlite` does): iperf3
+    # still finds a temporary folder that can hold its stream buffers
     proc = subprocess.run(
-        [sys.executable, "-m", "labtools.cli", "vm", "--timeout", "900", "--rwdir",
-         str(tmp_path), "--", "sh", "-c", guest],
+        [sys.executable, "-m", "labtools.cli", "vm", "--timeout", "900", "--rwdir", "/tmp",
+         "--rwdir", str(tmp_path), "--", "sh", "-c", guest],
         capture_output=True, text=True, cwd=str(ROOT), timeout=960)
     assert proc.returncode == 5, proc.stderr
     assert "Linux version" in proc.stdout and "netem-added" in proc.stdout
+    assert "receiver-lines=1" in proc.stdout, proc.stdout + proc.stderr
     release = caps.find_vm_kernel().name[len("vmlinuz-"):]
     assert (tmp_path / "release").read_text().strip() == release
     assert "labtools vm: booting" in proc.stderr

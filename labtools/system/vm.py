@@ -166,6 +166,9 @@ def guest_script(spec: VMSpec) -> str:
         f"export PATH={q(path)}",
         *(f"export {name}={q(value)}" for name, value in spec.env),
         '[ -w "$HOME" ] || { export HOME=/tmp/labtools-home; mkdir -p "$HOME"; }',
+        "# a /tmp shared from the host (9p) cannot hold the unlinked files iperf3 maps",
+        '[ "$(stat -f -c %T /tmp)" = tmpfs ] || '
+        '{ export TMPDIR=/run/labtools-tmp; mkdir -p "$TMPDIR"; }',
         f"for m in {' '.join(q(m) for m in spec.modules)}; do",
         '  modprobe -q "$m" || echo "labtools vm: note: kernel module $m not loaded" >&2',
         "done",
