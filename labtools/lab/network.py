@@ -6,17 +6,17 @@ It turns a :class:`~labtools.model.topology.Topology` into a Mininet ``Topo`` (w
 parameters of :func:`labtools.model.topology.mininet_link_params`, and switches are Linux
 bridges (no controller needed) unless Open vSwitch is asked for.
 
-:class:`MininetBackend` runs a lab's network. Its hosts and routers are Mininet hosts
-(``mnexec`` shells, each in its own network namespace); with Linux bridges it builds the
-links from the batched plan of :mod:`labtools.lab.netplan` (the same veths, addresses,
-routes and TCLink shaping, in a few commands instead of hundreds); with Open vSwitch it
-lets Mininet build everything.
+:class:`MininetBackend` runs a lab's network. With Linux bridges the kit builds it itself,
+without importing Mininet: its hosts and routers are small shells in namespaces of their own
+(:mod:`labtools.lab.nodes`, started by Mininet's ``mnexec``), and the links come from the
+batched plan of :mod:`labtools.lab.netplan` (the same veths, addresses, routes and TCLink
+shaping, in a few commands instead of hundreds). With Open vSwitch it lets Mininet build
+everything.
 """
 
 from __future__ import annotations
 
 import random
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -26,10 +26,11 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from labtools.errors import EnvironmentProblem, InputError
+from labtools.lab.nodes import NodeShell
 from labtools.model.routing import Routing, compute_routing
 from labtools.model.topology import ROUTER, SWITCH, Topology, mininet_link_params
 
-#: shells started at once (each mostly waits for its bash to come up)
+#: node shells started at once (each mostly waits for its process to come up)
 SHELLS_AT_ONCE = 8
 #: node scripts run at once: a thousand at once exhausted the lab VM's shared file system
 #: (each `ip` opens its libraries through it: "libmnl.so.0: cannot open shared object file")
@@ -145,7 +146,7 @@ class MininetBackend:
         self.topo = topo
         self.switch = switch
         self._net: Any = None  # Mininet builds it (Open vSwitch)
-        self._hosts: Dict[str, Any] = {}  # or the kit builds it from its plan (Linux bridges)
+        self._hosts: Dict[str, NodeShell] = {}  # or the kit builds it (Linux bridges)
         self._bridges: List[str] = []
         self._link_group = 0  #: of the bridges and switch ports (0: none yet)
         #: seconds each phase of the last start took (shells, root_ip, node_scripts, ...)
@@ -163,10 +164,6 @@ class MininetBackend:
 
     def start(self) -> None:
         """Build and start the network (links shaped, routes installed, bridges up)."""
-        import_mininet()
-        from mininet.log import setLogLevel
-
-        setLogLevel("error")
         try:
             if self.switch == "lxbr":
                 self._start_batched()
@@ -180,7 +177,11 @@ class MininetBackend:
         return (self.topo, self.calibration_topo) if self.calibration_topo else (self.topo,)
 
     def _start_mininet(self) -> None:
+        import_mininet()
+        from mininet.log import setLogLevel
         from mininet.net import Mininet
+
+        setLogLevel("error")
 
         topo = to_mininet_topo(self.topo, self.switch, self._parts()[1:])
         self._net = Mininet(topo=topo, controller=None, autoSetMacs=True,
@@ -210,9 +211,9 @@ class MininetBackend:
                 for name in wave:
                     path = Path(scripts, f"{name}.sh")
                     path.write_text(plan.nodes[name].script())
-                    self._hosts[name].sendCmd(f"sh {shlex.quote(str(path))} 2>&1")
+                    self._hosts[name].send_script(str(path))
                 failed += [(name, out.strip()) for name, out in
-                           ((name, self._hosts[name].waitOutput()) for name in wave)
+                           ((name, self._hosts[name].wait_output()) for name in wave)
                            if out.strip()]
         clock.lap("node scripts")
         if failed:
@@ -254,8 +255,11 @@ class MininetBackend:
     def popen(self, host: str, argv: List[str]) -> Any:
         """Start ``argv`` on ``host``; a ``subprocess.Popen`` with text stdout (stderr
         merged). ``mnexec -d`` makes it the leader of its own process group."""
-        return self._node(host).popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      stdin=subprocess.DEVNULL, text=True)
+        node = self._node(host)
+        if isinstance(node, NodeShell):
+            return node.popen(argv)
+        return node.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          stdin=subprocess.DEVNULL, text=True)
 
     def pid(self, host: str) -> int:
         """PID of the shell that holds ``host``'s network namespace."""
@@ -307,11 +311,9 @@ def import_mininet() -> None:
         sys.meta_path[:0] = shims
 
 
-def _shell_node(name: str) -> Any:
-    """A Mininet host: a shell in a new network namespace (``mnexec``)."""
-    from mininet.node import Host
-
-    return Host(name)
+def _shell_node(name: str) -> NodeShell:
+    """A node: a shell in a new network namespace (``mnexec``)."""
+    return NodeShell(name)
 
 
 def _run(argv: List[str], stdin: str = "", check: bool = True) -> str:
