@@ -76,14 +76,14 @@ def test_a_shell_that_fails_to_start_leaves_nothing_behind(monkeypatch):
 
     topo = load_topology("dumbbell")
     failing = topo.names()[len(topo.names()) // 2]
-    real = network._shell_node
+    real = network.NodeShell
 
     def shell_node(name):
         if name == failing:
             raise OSError(f"forced: no shell for {name}")
         return real(name)
 
-    monkeypatch.setattr(network, "_shell_node", shell_node)
+    monkeypatch.setattr(network, "NodeShell", shell_node)
     before = _leftovers()
     backend = network.MininetBackend(topo, "lxbr")
     with pytest.raises(OSError, match="forced"):

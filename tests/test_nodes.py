@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from labtools.errors import EnvironmentProblem
-from labtools.lab.nodes import NodeShell
+from labtools.lab.nodes import NodeShell, popen_in_namespace
 from labtools.system.cleanup import find_leftovers
 
 pytestmark = [pytest.mark.root, pytest.mark.skipif(
@@ -35,7 +35,7 @@ def test_a_node_holds_its_own_namespace_and_runs_scripts_and_tools(tmp_path):
         node.send_script(str(bad))
         out = node.wait_output()
         assert "nosuchdev" in out and "not-reached" not in out
-        tool = node.popen(["ip", "-o", "link", "show", "up"])
+        tool = popen_in_namespace(node.pid, ["ip", "-o", "link", "show", "up"])
         listing, _ = tool.communicate(timeout=30)
         assert tool.returncode == 0 and "lo:" in listing and "eth" not in listing
         assert node.proc.poll() is None  # a failing script does not end the node

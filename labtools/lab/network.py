@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from labtools.errors import EnvironmentProblem, InputError
-from labtools.lab.nodes import NodeShell
+from labtools.lab.nodes import NodeShell, popen_in_namespace
 from labtools.model.routing import Routing, compute_routing
 from labtools.model.topology import ROUTER, SWITCH, Topology, mininet_link_params
 
@@ -232,7 +232,7 @@ class MininetBackend:
         from concurrent.futures import ThreadPoolExecutor, wait
 
         pool = ThreadPoolExecutor(max_workers=max(1, min(SHELLS_AT_ONCE, len(names))))
-        futures = {name: pool.submit(_shell_node, name) for name in names}
+        futures = {name: pool.submit(NodeShell, name) for name in names}
         try:
             pool.shutdown(wait=True)
         finally:  # also on Ctrl-C: the shells still starting finish, and all are kept
@@ -255,11 +255,7 @@ class MininetBackend:
     def popen(self, host: str, argv: List[str]) -> Any:
         """Start ``argv`` on ``host``; a ``subprocess.Popen`` with text stdout (stderr
         merged). ``mnexec -d`` makes it the leader of its own process group."""
-        node = self._node(host)
-        if isinstance(node, NodeShell):
-            return node.popen(argv)
-        return node.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          stdin=subprocess.DEVNULL, text=True)
+        return popen_in_namespace(self.pid(host), argv)
 
     def pid(self, host: str) -> int:
         """PID of the shell that holds ``host``'s network namespace."""
@@ -309,11 +305,6 @@ def import_mininet() -> None:
         import mininet.net  # noqa: F401
     finally:
         sys.meta_path[:0] = shims
-
-
-def _shell_node(name: str) -> NodeShell:
-    """A node: a shell in a new network namespace (``mnexec``)."""
-    return NodeShell(name)
 
 
 def _run(argv: List[str], stdin: str = "", check: bool = True) -> str:

@@ -8,7 +8,7 @@ namespace alive and reads commands from a pipe (the node's configuration script)
 
 Mininet's own ``Host`` does the same with an interactive bash on a terminal and a few
 round trips to set it up: under software emulation 19 of them took 4.2 s to start, these
-1.5 s. Tools run in a node's namespace through ``mnexec -da PID``, as Mininet runs them.
+1.5 s. Tools run in a node's namespace through ``mnexec -da PID`` (:func:`popen_in_namespace`).
 """
 
 from __future__ import annotations
@@ -17,12 +17,11 @@ import os
 import shlex
 import signal
 import subprocess
-from typing import IO, List, Optional
+from typing import IO, List
 
 from labtools.errors import EnvironmentProblem
+from labtools.system.cleanup import NODE_SHELL_MARK
 
-#: Mininet's mark of a node shell (``mininet:h1``)
-NODE_MARK = "mininet:"
 #: the line a node shell prints when a script it ran has finished
 _DONE = "labtools: script done"
 
@@ -37,7 +36,7 @@ class NodeShell:
         self.name = name
         try:
             self.proc = subprocess.Popen(
-                ["mnexec", "-cdnp", "sh", "-s", f"{NODE_MARK}{name}"], stdin=subprocess.PIPE,
+                ["mnexec", "-cdnp", "sh", "-s", f"{NODE_SHELL_MARK}{name}"], stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         except OSError as err:
             raise EnvironmentProblem(f"cannot start a shell for {name}: {err.strerror} "
@@ -76,14 +75,7 @@ class NodeShell:
         raise EnvironmentProblem(f"the shell of {self.name} ended while configuring it: "
                                  f"{''.join(lines).strip()[-300:]}")
 
-    def popen(self, argv: List[str]) -> "subprocess.Popen[str]":
-        """Start ``argv`` in the node's namespace, the leader of its own process group
-        (``mnexec -d``); text stdout with stderr merged."""
-        return subprocess.Popen(["mnexec", "-da", str(self.pid), *argv],
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, text=True)
-
-    def terminate(self, timeout_s: Optional[float] = 10.0) -> None:
+    def terminate(self, timeout_s: float = 10.0) -> None:
         """Stop the shell (and whatever runs in its process group); the namespace goes with
         the last process in it."""
         if self.proc.poll() is None:
@@ -93,11 +85,19 @@ class NodeShell:
                 pass
         try:
             self.proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        except subprocess.TimeoutExpired:  # stuck in the kernel: the kill lands later
+            pass
         for pipe in (self.proc.stdin, self.proc.stdout):
             if pipe is not None:
                 try:
                     pipe.close()
                 except OSError:
                     pass
+
+
+def popen_in_namespace(pid: int, argv: List[str]) -> "subprocess.Popen[str]":
+    """Start ``argv`` in the network namespace of process ``pid`` (a node's shell, the kit's
+    or Mininet's), the leader of its own process group (``mnexec -da``, as Mininet runs
+    commands on its hosts); text stdout with stderr merged."""
+    return subprocess.Popen(["mnexec", "-da", str(pid), *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)

@@ -184,9 +184,7 @@ def kernel_has_netem(timeout_s: float = 5.0) -> Tuple[bool, str]:
     if shutil.which("unshare", path=env["PATH"]) is None:
         return False, "the 'unshare' tool (util-linux) is missing"
     try:
-        if not Path("/sys/module/sch_netem").exists():  # not loaded yet (the lab VM loads it)
-            subprocess.run(["modprobe", "-q", "sch_netem"], capture_output=True,
-                           timeout=timeout_s, env=env, check=False)
+        kernel_has_module("sch_netem", timeout_s)  # loads it unless loaded (the lab VM does)
         proc = subprocess.run(netem_probe_args(), capture_output=True, text=True,
                               timeout=timeout_s, env=env, check=False)
     except (OSError, subprocess.TimeoutExpired) as err:

@@ -47,7 +47,9 @@ INTERFACE_RE = re.compile(r"^[a-z]+[0-9]+-eth[0-9]+$")
 #: the kit's switch names (``s1``, ``s2``...)
 SWITCH_RE = re.compile(r"^s[0-9]+$")
 _SHELLS = ("bash", "sh")
-_NODE_SHELL_RE = re.compile(r"^mininet:[A-Za-z0-9_.-]+$")
+#: Mininet's mark of a node shell (``mininet:h1``), which the kit's node shells carry too
+NODE_SHELL_MARK = "mininet:"
+_NODE_SHELL_RE = re.compile(rf"^{NODE_SHELL_MARK}[A-Za-z0-9_.-]+$")
 #: prefix of named network namespaces the kit creates
 NETNS_PREFIX = "labtools-"
 #: seconds between SIGTERM and SIGKILL
