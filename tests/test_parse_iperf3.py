@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from labtools.errors import ParseError
+from labtools.errors import ParseError, ToolError
 from labtools.tools.parsers import iperf3
 
 DIR = Path(__file__).resolve().parent / "fixtures" / "iperf3"
@@ -184,11 +184,12 @@ def test_omitted_intervals_are_flagged():
     assert t.loc[~t["omitted"], "bytes"].sum() == pytest.approx(parsed.summary["sender_bytes"], rel=0.02)
 
 
-def test_no_server_raises_with_iperf3s_message():
-    with pytest.raises(ParseError) as err:
+def test_no_server_is_the_tools_error_with_its_message():
+    # iperf3 reported an error and measured nothing: the tool failed, the output parsed
+    with pytest.raises(ToolError) as err:
         parse("no_server")
-    assert err.value.tool == "iperf3"
-    assert "Connection refused" in err.value.reason
+    assert type(err.value) is ToolError and not isinstance(err.value, ParseError)
+    assert str(err.value).startswith("iperf3: ") and "Connection refused" in str(err.value)
 
 
 def test_killed_server_keeps_partial_intervals_and_the_error():
@@ -218,17 +219,15 @@ def test_udp_all_lost_shows_sent_but_nothing_received():
 
 def test_udp_nothing_arrives_raises_with_the_error():
     assert "null" in raw("udp_nothing_arrives")  # iperf3 3.12 prints NaN as null
-    with pytest.raises(ParseError) as err:
+    with pytest.raises(ToolError, match="iperf3: interrupt - the client has terminated"):
         parse("udp_nothing_arrives")
-    assert "interrupt - the client has terminated" in err.value.reason
 
 
 def test_nan_values_do_not_break_the_json():
     assert "-nan" in raw("derived_nan")
-    with pytest.raises(ParseError) as err:
-        parse("derived_nan")
     # the object was read (the -nan did not make it "not JSON"): iperf3's error is reported
-    assert "interrupt - the client has terminated" in err.value.reason
+    with pytest.raises(ToolError, match="iperf3: interrupt - the client has terminated"):
+        parse("derived_nan")
 
 
 def test_json_printed_twice_takes_the_last_object():

@@ -52,8 +52,10 @@ Real output breaks in known ways; the parser copes:
   line becomes ``error`` when the JSON has none;
 - the JSON object printed twice: the LAST complete object is used;
 - ``nan`` / ``-nan`` / ``inf`` values (older iperf3) and ``null`` (3.12): become None/NaN;
-- an ``"error"`` field: if there are no results at all, :class:`ParseError` with iperf3's
-  message; otherwise the results are kept and the message goes to ``summary['error']``.
+- an ``"error"`` field: if there are no results at all, it is the tool's error, not a
+  parse failure: :class:`~labtools.errors.ToolError` ``iperf3: MESSAGE``; otherwise the
+  results are kept, the message goes to ``summary['error']`` and ``complete`` is False (a
+  probe refuses such a run: see :mod:`labtools.lab.probes`).
 
 Text without any complete iperf3 JSON object raises :class:`ParseError` (tool ``iperf3``).
 """
@@ -65,7 +67,7 @@ import math
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from labtools.errors import ParseError
+from labtools.errors import ParseError, ToolError
 from labtools.tools.parsers.base import Parsed
 from labtools.tools.rows import Rows
 
@@ -215,8 +217,8 @@ def parse(text: str) -> Parsed:
         :class:`Parsed` with the table and summary described in the module docstring.
 
     Raises:
-        ParseError: no complete iperf3 JSON object, or iperf3 reported an error and
-            produced no results.
+        ParseError: no complete iperf3 JSON object.
+        ToolError: iperf3 reported an error and produced no results.
     """
     if not text or not text.strip():
         raise ParseError(TOOL, "empty output (no JSON object from iperf3 -J)")
@@ -228,7 +230,7 @@ def parse(text: str) -> Parsed:
     doc = objects[-1]
     error = doc.get("error") or (lines[-1] if lines else None)
     if doc.get("error") and not _has_results(doc):
-        raise ParseError(TOOL, f"no results; iperf3 reported: {doc['error']}")
+        raise ToolError(f"iperf3: {doc['error']}")
     if not _has_results(doc):
         raise ParseError(TOOL, "no intervals and no end totals in the JSON object")
 
