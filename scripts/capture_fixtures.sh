@@ -15,7 +15,7 @@
 # the .meta names. Traffic stays inside the namespaces; everything is removed on exit.
 #
 #   bash scripts/capture_fixtures.sh            # all tools
-#   bash scripts/capture_fixtures.sh ping       # only one of: ping iperf3 iperf3-text iperf3-bidir iperf2
+#   bash scripts/capture_fixtures.sh ping       # only one of: ping iperf3 iperf3-text iperf3-bidir iperf2 iperf2-rate
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -258,6 +258,23 @@ capture_iperf2() {
     port=$((port + 1))
     in_cli iperf -c $SRV_IP -p $port -t 2 > "$d/no_server.txt" 2>&1 || true
     meta "$d" no_server iperf "$v" "iperf -c $SRV_IP -p $port -t 2 (no server listening)"
+    capture_iperf2_rate
+}
+
+# iperf 2 reads -b's K/M/G as powers of 2 (udp_interval: -b 10M gives an IPG of 1121.52 us
+# for 1470-byte datagrams = 10.49 Mbit/s); the kit gives it bits per second: this capture
+# shows the rate it then offers (IPG 1176 us = 10.00 Mbit/s)
+capture_iperf2_rate() {
+    local d=$out/iperf2 v; mkdir -p "$d"
+    v=$(iperf -v 2>&1 | head -1 || true)
+    port=5431
+    bg_start "$SRV" "$d/udp_bps.server.txt" iperf -s -p $port -u -i 1
+    srv_pid=$bg_pid; sleep 0.5
+    in_cli timeout 30 iperf -c $SRV_IP -p $port -u -b 10000000 -l 1470 -t 3 -i 1 > "$d/udp_bps.txt" 2>&1 || true
+    sleep 1; stop_server
+    meta "$d" udp_bps iperf "$v" "iperf -c $SRV_IP -p $port -u -b 10000000 -l 1470 -t 3 -i 1 (server: iperf -s -p $port -u -i 1)"
+    meta "$d" udp_bps.server iperf "$v" "iperf -s -p $port -u -i 1 (client: iperf -c $SRV_IP -p $port -u -b 10000000 -l 1470 -t 3 -i 1)" \
+        "real capture of the server's stdout+stderr; server killed with SIGKILL 1 s after the client ended"
 }
 
 build_net
@@ -268,6 +285,7 @@ case $only in
     iperf3-text) capture_iperf3_text ;;
     iperf3-bidir) capture_iperf3_bidir ;;
     iperf2) capture_iperf2 ;;
-    *) echo "capture_fixtures: unknown part $only (ping, iperf3, iperf3-text, iperf3-bidir, iperf2)" >&2; exit 2 ;;
+    iperf2-rate) capture_iperf2_rate ;;
+    *) echo "capture_fixtures: unknown part $only (ping, iperf3, iperf3-text, iperf3-bidir, iperf2, iperf2-rate)" >&2; exit 2 ;;
 esac
 echo "capture_fixtures: wrote $out/{ping,iperf3,iperf2}"

@@ -59,6 +59,16 @@ def check_rate(rate_mbps: float) -> float:
     return _check_number("rate", rate_mbps, 0.001, MAX_RATE_MBPS, "Mbit/s")
 
 
+def rate_bps_arg(rate_mbps: float) -> str:
+    """An offered rate for ``-b``, in bits per second (``25`` Mbit/s -> ``25000000``).
+
+    iperf 2 reads ``-b``'s suffixes as powers of two: ``-b 10M`` is 10 x 2^20 = 10.49
+    Mbit/s (captured: "IPG target: 1121.52 us" for 1470-byte datagrams, against 1176.00 us
+    for ``-b 10000000``; tests/fixtures/iperf2/udp_interval.txt and udp_bps.txt). iperf3
+    reads ``M`` as 10^6, but a plain number means the same to both."""
+    return str(round(check_rate(rate_mbps) * 1e6))
+
+
 def ping_args(dst_ip: str, count: int = 10, interval_s: float = 0.2,
               size_bytes: int = 56, deadline_s: Optional[float] = None) -> List[str]:
     """``ping -D -n -c COUNT -i INTERVAL -s SIZE [-w DEADLINE] DST``."""
@@ -103,9 +113,9 @@ def iperf3_client_args(server_ip: str, duration_s: float = 10, interval_s: float
     if bidir:
         argv.append("--bidir")
     if udp:
-        argv += ["-u", "-b", f"{check_rate(rate_mbps if rate_mbps is not None else 1):g}M"]
+        argv += ["-u", "-b", rate_bps_arg(rate_mbps if rate_mbps is not None else 1)]
     elif rate_mbps is not None:
-        argv += ["-b", f"{check_rate(rate_mbps):g}M"]
+        argv += ["-b", rate_bps_arg(rate_mbps)]
     return argv
 
 
@@ -118,10 +128,11 @@ def iperf2_server_args(udp: bool = True, port: int = 5001) -> List[str]:
 def iperf2_udp_client_args(server_ip: str, rate_mbps: float, duration_s: float = 10,
                            datagram_bytes: int = 1470, interval_s: Optional[float] = None,
                            port: int = 5001) -> List[str]:
-    """``iperf -c IP -u -b RATE -l SIZE -t DURATION [-i I] -p PORT`` (iperf 2)."""
+    """``iperf -c IP -u -b RATE -l SIZE -t DURATION [-i I] -p PORT`` (iperf 2; ``RATE`` in
+    bits per second: see :func:`rate_bps_arg`)."""
     check_duration(duration_s)
     _check_int("datagram size", datagram_bytes, 16, 1472)
-    argv = ["iperf", "-c", check_ip(server_ip), "-u", "-b", f"{check_rate(rate_mbps):g}M",
+    argv = ["iperf", "-c", check_ip(server_ip), "-u", "-b", rate_bps_arg(rate_mbps),
             "-l", str(datagram_bytes), "-t", f"{duration_s:g}",
             "-p", str(_check_int("port", port, 1024, 65_535))]
     if interval_s is not None:
