@@ -7,86 +7,30 @@ free ephemeral port; transfers are short (at most about 2 s).
 from __future__ import annotations
 
 import json
-import queue
 import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional
+from typing import Dict, Iterator, List
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-TOOL = [sys.executable, "-m", "labtools.tools.simpleperf"]
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class ServerProcess:
-    """A ``simpleperf -s --json`` subprocess whose stdout records are read by a thread."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.proc = subprocess.Popen(
-            TOOL + ["-s", "-b", "127.0.0.1", "-p", str(port), "--json"], cwd=str(ROOT),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.records: "queue.Queue[dict]" = queue.Queue()
-        self.seen: List[dict] = []
-        threading.Thread(target=self._read, daemon=True).start()
-        first = self.next_record(10.0)
-        assert first["type"] == "server_start", first
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.records.put(json.loads(line))
-
-    def next_record(self, timeout_s: float = 10.0) -> dict:
-        record = self.records.get(timeout=timeout_s)
-        self.seen.append(record)
-        return record
-
-    def wait_for(self, kind: str, session: Optional[str] = None, timeout_s: float = 10.0) -> dict:
-        """The next record of type ``kind`` (for ``session`` if given)."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            record = self.next_record(max(0.1, deadline - time.monotonic()))
-            if record["type"] == kind and session in (None, record.get("session")):
-                return record
-
-    def stop(self, signum: int = signal.SIGINT) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signum)
-        return self.proc.wait(timeout=10)
+from simpleperf_procs import (
+    ROOT,
+    TOOL,
+    ServerProcess,
+    free_port,
+    of_type,
+    records,
+    run_client,
+    serve,
+)
 
 
 @pytest.fixture
 def server() -> Iterator[ServerProcess]:
-    srv = ServerProcess(free_port())
-    yield srv
-    srv.stop()
-    srv.proc.kill() if srv.proc.poll() is None else None
-
-
-def run_client(port: int, *args: str, timeout_s: float = 30.0) -> subprocess.CompletedProcess:
-    return subprocess.run(TOOL + ["-c", "-I", "127.0.0.1", "-p", str(port), *args],
-                          cwd=str(ROOT), capture_output=True, text=True, timeout=timeout_s)
-
-
-def records(stdout: str) -> List[dict]:
-    return [json.loads(line) for line in stdout.splitlines()]
-
-
-def of_type(recs: List[dict], kind: str) -> List[dict]:
-    return [r for r in recs if r["type"] == kind]
+    yield from serve()
 
 
 @pytest.mark.parametrize("parallel", [1, 3, 5])
@@ -202,6 +146,7 @@ def test_stopping_the_server_reports_what_it_received(server: ServerProcess) -> 
     out, err = proc.communicate(timeout=40)
     conn_end = server.wait_for("server_conn_end")
     assert conn_end["interrupted"] is True and conn_end["bytes"] > 0
+    assert conn_end["error"] == "the server was stopped during the transfer"
     stopped = server.wait_for("server_end")
     assert stopped["interrupted"] is True and stopped["bytes"] == conn_end["bytes"]
     # the client notices the lost server: one error line, exit status 1, partial counts

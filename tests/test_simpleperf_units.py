@@ -11,7 +11,7 @@ import pytest
 
 from labtools.errors import InputError
 from labtools.tools.simpleperf import protocol
-from labtools.tools.simpleperf.options import parse_amount, parse_options
+from labtools.tools.simpleperf.options import check_host, parse_amount, parse_options
 from labtools.tools.simpleperf.report import Reporter, format_bytes, mbps
 
 
@@ -125,3 +125,99 @@ def test_importing_the_package_is_cheap() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def _tracker(*chunks: bytes) -> protocol.EndTracker:
+    seen = protocol.EndTracker()
+    for chunk in chunks:
+        seen.add(memoryview(chunk))
+    return seen
+
+
+def test_the_end_record_is_found_however_the_bytes_arrive() -> None:
+    stream = bytes(5000) + protocol.encode_end(5000)
+    assert len(protocol.encode_end(5000)) == protocol.END.size == 12
+    for size in (1, 5, 11, 12, 13, 4096):
+        seen = _tracker(*(stream[i:i + size] for i in range(0, len(stream), size)))
+        assert seen.ended and seen.data_bytes == 5000 and seen.received == 5012
+
+
+@pytest.mark.parametrize("stream", [
+    b"", bytes(5000), protocol.encode_end(0)[:11],
+    bytes(5000) + protocol.encode_end(4999),  # the count must be the bytes before it
+    bytes(100) + protocol.encode_end(100) + b"x",  # END must be the last thing sent
+    bytes(100) + b"SPNX" + bytes(8),
+], ids=["nothing", "no-end", "cut-end", "wrong-count", "data-after", "other-magic"])
+def test_without_a_valid_end_record_every_byte_is_data(stream: bytes) -> None:
+    seen = _tracker(stream)
+    assert not seen.ended and seen.data_bytes == seen.received == len(stream)
+
+
+def test_an_empty_transfer_can_end_as_planned() -> None:
+    seen = _tracker(protocol.encode_end(0))
+    assert seen.ended and seen.data_bytes == 0
+
+
+@pytest.mark.parametrize("stream", [
+    protocol.encode_record(protocol.MAGIC_PROG, 1.0, 500)
+    + protocol.encode_record(protocol.MAGIC_PROG, 0.5, 600),  # time goes backwards
+    protocol.encode_record(protocol.MAGIC_PROG, 1.0, 500)
+    + protocol.encode_record(protocol.MAGIC_PROG, 1.5, 400),  # count goes backwards
+    protocol.encode_record(protocol.MAGIC_PROG, 1.0, 500)
+    + protocol.encode_record(protocol.MAGIC_ACK, 1.5, 499),  # the ACK counts less
+])
+def test_records_going_backwards_are_malformed(stream: bytes) -> None:
+    reader = protocol.RecordReader([])
+    reader.feed(stream)
+    assert reader.malformed and reader.ack is None
+
+
+def test_a_flood_of_progress_records_is_malformed() -> None:
+    reader = protocol.RecordReader([])
+    reader.feed(b"".join(protocol.encode_record(protocol.MAGIC_PROG, i / 1e3, i)
+                         for i in range(protocol.MAX_PROGRESS + 1)))
+    assert reader.malformed and len(reader.progress) == protocol.MAX_PROGRESS
+
+
+@pytest.mark.parametrize("name", ["10.0.0.4", "::1", "localhost", "h4.lab.example.", "bücher.de",
+                                  "under_score"])
+def test_host_names_that_can_be_are_kept(name: str) -> None:
+    assert check_host(name, "server address") == name
+
+
+@pytest.mark.parametrize("name", ["", ".", "a..b", "a" * 64 + ".com", "xn--ñ.com",
+                                  "exa mple", "-a.com", "a" * 250 + ".example", "[::1]"])
+def test_names_that_cannot_be_hosts_cannot_be_resolved(name: str) -> None:
+    with pytest.raises(InputError, match="cannot resolve server address"):
+        check_host(name, "server address")
+
+
+def test_defaults_are_kept_and_options_of_the_other_mode_refused() -> None:
+    server = parse_options(["-s"])
+    assert (server.bind, server.port) == ("0.0.0.0", 8088)
+    client = parse_options(["-c"])
+    assert (client.server, client.interval_s, client.parallel, client.wait_s) == (
+        "127.0.0.1", 0.0, 1, 0.0)
+    with pytest.raises(InputError, match="-t/--time does nothing on a server"):
+        parse_options(["-s", "-t", "1"])
+    with pytest.raises(InputError, match="-b/--bind does nothing on a client"):
+        parse_options(["-c", "-b", "0.0.0.0"])
+
+
+def test_amounts_have_an_upper_bound() -> None:
+    assert parse_amount("1000000MB") == 10 ** 12
+    with pytest.raises(InputError, match="more than 1000000MB"):
+        parse_amount("1000001MB")
+
+
+def test_a_reporter_whose_output_fails_stops_printing_and_says_so_once() -> None:
+    class Full(io.StringIO):
+        def write(self, text: str) -> int:
+            raise OSError(28, "No space left on device")
+
+    calls: list = []
+    reporter = Reporter(json_mode=True, unit="MB", out=Full(), on_failure=lambda: calls.append(1))
+    reporter.emit({"type": "warning", "role": "server", "message": "x"})
+    reporter.emit({"type": "warning", "role": "server", "message": "y"})
+    assert isinstance(reporter.failed, OSError) and reporter.failed.errno == 28
+    assert calls == [1]

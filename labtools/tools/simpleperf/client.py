@@ -1,10 +1,13 @@
 """The simpleperf client: sends on ``P`` parallel connections, then asks for the count.
 
-One sending thread per connection pushes a preallocated 128 KiB buffer with
-``socket.send`` (the call releases the GIL) until the time is up, the amount is sent, or a
-stop is requested; then it half-closes the connection (the final marker) and waits for the
-server's ACK with the exact number of bytes received. The main thread prints interval rows
-and drains the server's progress records. Wire protocol: :mod:`labtools.tools.simpleperf.protocol`.
+One sending thread per connection pushes a preallocated 128 KiB buffer of zeros with
+``socket.send`` (the call releases the GIL) until the time is up or the amount is sent,
+then the END record; a stop (Ctrl-C, SIGTERM) ends the data without END. Either way it
+half-closes the connection and waits for the server's ACK with the exact number of bytes
+received. The main thread prints interval rows and drains the server's progress records.
+A run is complete when every connection sent its END and got an ACK that counts every byte
+sent; otherwise the end record says ``interrupted`` (and ``error`` why, unless a signal
+stopped it). Wire protocol: :mod:`labtools.tools.simpleperf.protocol`.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
 
 from labtools import __version__
-from labtools.errors import ToolError
+from labtools.errors import InputError, ToolError
 from labtools.tools.simpleperf import protocol
 from labtools.tools.simpleperf.options import Options
 from labtools.tools.simpleperf.report import HeldRows, Record, Reporter, mbps, seconds
@@ -50,6 +53,7 @@ class _Conn:
     sent: int = 0
     end_s: float = 0.0
     sending_done: bool = False
+    planned_end: bool = False  #: the END record went out: all that was planned is sent
     error: Optional[str] = None
     reader: protocol.RecordReader = field(default_factory=lambda: protocol.RecordReader([]))
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -83,14 +87,18 @@ def connect(server: str, port: int, hello: protocol.Hello, wait_s: float = 0.0,
     trying while the server refuses (``stop`` ends the waiting).
 
     Raises:
-        ToolError: the server cannot be resolved, refuses (for ``wait_s``), does not answer
-            within :data:`CONNECT_TIMEOUT_S`, or is not a simpleperf v1 server.
+        InputError: the server's name cannot be resolved.
+        ToolError: the server refuses (for ``wait_s``), does not answer within
+            :data:`CONNECT_TIMEOUT_S`, or does not speak this protocol version.
     """
     where = f"{server} port {port}"
     try:
         sock = _open(server, port, wait_s, stop)
     except socket.gaierror as err:
-        raise ToolError(f"cannot resolve server address {server!r}: {err.strerror}") from None
+        raise InputError(f"cannot resolve server address {server!r}: {err.strerror}") from None
+    except UnicodeError:
+        raise InputError(f"cannot resolve server address {server!r}: not a valid host name") \
+            from None
     except socket.timeout:
         raise ToolError(f"no answer from {where} within {CONNECT_TIMEOUT_S:g} s") from None
     except ConnectionRefusedError:
@@ -108,7 +116,7 @@ def connect(server: str, port: int, hello: protocol.Hello, wait_s: float = 0.0,
         raise ToolError(f"handshake with {where} failed: {err.strerror or err}") from None
     if not accepted:
         sock.close()
-        raise ToolError(f"{where} is not a simpleperf v{protocol.VERSION} server "
+        raise ToolError(f"{where} is not a simpleperf protocol {protocol.VERSION} server "
                         f"(it answered with protocol version {version})")
     return sock
 
@@ -126,6 +134,7 @@ class Client:
         """Run the transfer; the exit status (0, 1 on a lost connection, 130/143 on a signal).
 
         Raises:
+            InputError: the server's name cannot be resolved.
             ToolError: a connection could not be set up.
         """
         opts = self.opts
@@ -157,7 +166,7 @@ class Client:
                 sock = connect(opts.server, opts.port, hello, opts.wait_s, self.stop)
                 conns.append(_Conn(number, sock, _address(sock.getsockname()),
                                    _address(sock.getpeername())))
-        except ToolError:
+        except (InputError, ToolError):
             for conn in conns:
                 conn.sock.close()
             raise
@@ -168,7 +177,7 @@ class Client:
         return conns
 
     def _send(self, conn: _Conn, t0: float) -> None:
-        """Sending thread: push data, then the final marker, then wait for the ACK."""
+        """Sending thread: push data, then END if all is sent, then wait for the ACK."""
         send, now, stop, view = conn.sock.send, time.monotonic, self.stop, self._payload
         amount = self.opts.amount_bytes
         try:
@@ -179,6 +188,9 @@ class Client:
             else:
                 while not stop.is_set and conn.sent < amount:
                     conn.sent += send(view[:amount - conn.sent])
+            if not stop.is_set:
+                conn.sock.sendall(protocol.encode_end(conn.sent))
+                conn.planned_end = True
         except socket.timeout:
             conn.error = f"sending stalled for {STALL_TIMEOUT_S:g} s"
         except OSError as err:
@@ -190,7 +202,7 @@ class Client:
             self._await_ack(conn)
 
     def _await_ack(self, conn: _Conn) -> None:
-        """Half-close (the final marker) and read records until the server's ACK."""
+        """Half-close and read records until the server's ACK; check its count."""
         sock = conn.sock
         deadline = time.monotonic() + ACK_TIMEOUT_S
         try:
@@ -216,6 +228,9 @@ class Client:
             return
         if conn.reader.malformed:
             conn.error = "the server sent a malformed record"
+        elif conn.reader.ack is not None and conn.reader.ack[1] != conn.sent:
+            conn.error = (f"the server counted {conn.reader.ack[1]} bytes, "
+                          f"{conn.sent} were sent")
 
     def _drain(self, conns: List[_Conn]) -> None:
         """Read the server's progress records of connections that are still sending."""
@@ -307,7 +322,7 @@ class Client:
         self.reporter.emit(end)
         if end["error"] is not None and self.stop.signum is None:
             raise ToolError(end["error"])
-        return self.stop.exit_status(0)
+        return self.stop.exit_status(1 if end["interrupted"] else 0)
 
     def _conn_end(self, conn: _Conn) -> Record:
         ack = conn.reader.ack
@@ -323,16 +338,17 @@ class Client:
         sent = sum(c.sent for c in conns)
         duration = max(c.end_s for c in conns)
         acks = [c.reader.ack for c in conns]
-        complete = all(a is not None for a in acks)
-        server_bytes = sum(a[1] for a in acks if a is not None) if complete else None
-        server_s = max(a[0] for a in acks if a is not None) if complete else None
+        acked = all(a is not None for a in acks)
+        server_bytes = sum(a[1] for a in acks if a is not None) if acked else None
+        server_s = max(a[0] for a in acks if a is not None) if acked else None
         errors = [f"connection {c.number}: {c.error}" for c in conns if c.error]
+        planned = all(c.planned_end for c in conns)
         return {"type": "end", "role": "client", "connections": len(conns),
                 "bytes_sent": sent, "server_bytes": server_bytes,
                 "duration_s": seconds(duration),
                 "server_duration_s": None if server_s is None else seconds(server_s),
                 "sender_mbps": mbps(sent, duration),
                 "receiver_mbps": None if server_s is None else mbps(server_bytes or 0, server_s),
-                "exact": complete and server_bytes == sent,
-                "interrupted": self.stop.signum is not None,
+                "exact": acked and server_bytes == sent,
+                "interrupted": bool(errors) or not planned or not acked,
                 "error": errors[0] if errors else None}

@@ -4,11 +4,16 @@ Units: ``B``, ``KB`` and ``MB`` are decimal (1 KB = 1000 B, 1 MB = 1000 000 B), 
 they agree with rates in Mbit/s (10^6 bit/s). Unit names are case-insensitive. An amount
 (``-n``) must carry its unit (``10MB``, ``500KB``, ``1000B``, ``1.5MB``); a bare number is
 refused, because ``-n 10`` meaning ten bytes surprises people.
+
+An option that does nothing in the mode given (``-t`` on a server, ``-b`` on a client) is
+refused rather than ignored, and so is a host name that cannot be one (empty, a label
+longer than 63 characters, characters that IDNA refuses): "cannot resolve ...".
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import re
 from dataclasses import dataclass
 from typing import List, Optional
@@ -25,10 +30,26 @@ DEFAULT_TIME_S = 25.0
 MAX_TIME_S = 3600.0
 MIN_INTERVAL_S = 0.1
 MAX_WAIT_S = 60.0
+#: largest amount per connection (-n): 10^12 B = 1 TB, about 20 min at 1 GB/s
+MAX_AMOUNT_BYTES = 10 ** 12
 DEFAULT_SERVER = "127.0.0.1"
 DEFAULT_BIND = "0.0.0.0"
 
 _AMOUNT = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([A-Za-z]*)\s*$")
+#: one label of a host name, once IDNA-encoded (RFC 1123 letters, digits, hyphens; and
+#: underscores, which some local names carry)
+_LABEL = re.compile(r"^[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$")
+
+#: options that only one mode uses: argparse destination -> (option, mode that uses it)
+_MODE_ONLY = {
+    "bind": ("-b/--bind", "server (-s)"),
+    "serverip": ("-I/--serverip", "client (-c)"),
+    "time": ("-t/--time", "client (-c)"),
+    "interval": ("-i/--interval", "client (-c)"),
+    "parallel": ("-P/--parallel", "client (-c)"),
+    "num": ("-n/--num", "client (-c)"),
+    "wait": ("-w/--wait", "client (-c)"),
+}
 
 
 @dataclass(frozen=True)
@@ -68,7 +89,8 @@ def parse_amount(text: str) -> int:
     """Bytes in an amount such as ``10MB``, ``500kb``, ``1000B`` or ``1.5MB`` (decimal units).
 
     Raises:
-        InputError: no number, no unit, an unknown unit, or less than one byte.
+        InputError: no number, no unit, an unknown unit, less than one byte, or more than
+            :data:`MAX_AMOUNT_BYTES`.
     """
     match = _AMOUNT.match(text)
     if not match:
@@ -81,7 +103,37 @@ def parse_amount(text: str) -> int:
     amount = int(round(float(number) * UNITS[unit]))
     if amount < 1:
         raise InputError(f"amount {text!r} is less than one byte")
+    if amount > MAX_AMOUNT_BYTES:
+        raise InputError(f"amount {text!r} is more than {MAX_AMOUNT_BYTES // UNITS['MB']}MB "
+                         "per connection")
     return amount
+
+
+def check_host(name: str, what: str) -> str:
+    """``name`` when it is an IP address or can be a host name.
+
+    Raises:
+        InputError: ``cannot resolve WHAT 'NAME': ...`` for an empty name or one that is
+            not a host name (IDNA refuses it: a label empty or over 63 characters, an
+            invalid character; or a character no host name has, such as a space).
+    """
+    try:
+        ipaddress.ip_address(name)
+        return name
+    except ValueError:
+        pass
+    if not name:
+        raise InputError(f"cannot resolve {what} '': the name is empty")
+    try:
+        encoded = name.encode("idna").decode("ascii")
+    except UnicodeError as err:
+        reason = str(err.__cause__ or err)
+        raise InputError(f"cannot resolve {what} {name!r}: not a valid host name "
+                         f"({reason})") from None
+    labels = encoded[:-1] if encoded.endswith(".") else encoded
+    if len(labels) > 253 or not all(_LABEL.match(label) for label in labels.split(".")):
+        raise InputError(f"cannot resolve {what} {name!r}: not a valid host name")
+    return name
 
 
 def _unit(text: str) -> str:
@@ -109,19 +161,21 @@ def build_parser() -> argparse.ArgumentParser:
     role = p.add_mutually_exclusive_group(required=True)
     role.add_argument("-s", "--server", action="store_true", help="run as server")
     role.add_argument("-c", "--client", action="store_true", help="run as client")
-    p.add_argument("-b", "--bind", default=DEFAULT_BIND, help="server: address to listen on")
-    p.add_argument("-I", "--serverip", default=DEFAULT_SERVER, help="client: server address")
+    p.add_argument("-b", "--bind", default=None,
+                   help=f"server: address to listen on ({DEFAULT_BIND})")
+    p.add_argument("-I", "--serverip", default=None,
+                   help=f"client: server address ({DEFAULT_SERVER})")
     p.add_argument("-p", "--port", type=int, default=DEFAULT_PORT, help="TCP port (8088)")
     p.add_argument("-f", "--format", default="MB", help="display unit: B, KB or MB")
     p.add_argument("-t", "--time", type=float, default=None,
                    help=f"client: seconds to send ({DEFAULT_TIME_S:g})")
-    p.add_argument("-i", "--interval", type=float, default=0.0,
-                   help="client: report interval in s, 0 = none")
-    p.add_argument("-P", "--parallel", type=int, default=1,
-                   help=f"client: parallel connections, 1..{MAX_PARALLEL}")
+    p.add_argument("-i", "--interval", type=float, default=None,
+                   help="client: report interval in s, 0 = none (0)")
+    p.add_argument("-P", "--parallel", type=int, default=None,
+                   help=f"client: parallel connections, 1..{MAX_PARALLEL} (1)")
     p.add_argument("-n", "--num", default=None,
                    help="client: amount per connection with unit (10MB); replaces -t")
-    p.add_argument("-w", "--wait", type=float, default=0.0,
+    p.add_argument("-w", "--wait", type=float, default=None,
                    help="client: seconds to keep trying while the server is still starting "
                         f"(refuses), 0..{MAX_WAIT_S:g}")
     p.add_argument("--json", action="store_true", help="print JSON lines (one object each)")
@@ -131,6 +185,18 @@ def build_parser() -> argparse.ArgumentParser:
 def _check_common(args: argparse.Namespace) -> None:
     if not 1 <= args.port <= 65535:
         raise InputError(f"port {args.port} is outside 1..65535")
+    mode = "server (-s)" if args.server else "client (-c)"
+    for dest, (option, used_by) in _MODE_ONLY.items():
+        if getattr(args, dest) is not None and used_by != mode:
+            raise InputError(f"{option} does nothing on a {mode.split()[0]}: "
+                             f"it is an option of the {used_by}")
+
+
+def _fill_client_defaults(args: argparse.Namespace) -> None:
+    for dest, default in (("serverip", DEFAULT_SERVER), ("interval", 0.0), ("parallel", 1),
+                          ("wait", 0.0)):
+        if getattr(args, dest) is None:
+            setattr(args, dest, default)
 
 
 def _check_client(args: argparse.Namespace) -> None:
@@ -152,14 +218,18 @@ def parse_options(argv: Optional[List[str]]) -> Options:
     """Validated :class:`Options` from command-line arguments.
 
     Raises:
-        InputError: an unknown option, a missing mode, or a value out of range.
+        InputError: an unknown option, a missing mode, an option of the other mode, a value
+            out of range, or a host name that cannot be one.
     """
     args = build_parser().parse_args(argv)
     _check_common(args)
     unit = _unit(args.format)
     if args.server:
-        return Options(mode="server", port=args.port, unit=unit, json=args.json, bind=args.bind)
+        bind = check_host(args.bind if args.bind is not None else DEFAULT_BIND, "bind address")
+        return Options(mode="server", port=args.port, unit=unit, json=args.json, bind=bind)
+    _fill_client_defaults(args)
     _check_client(args)
+    check_host(args.serverip, "server address")
     amount = parse_amount(args.num) if args.num is not None else None
     return Options(
         mode="client",

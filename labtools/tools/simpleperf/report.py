@@ -17,12 +17,6 @@ from labtools.tools.simpleperf.options import UNITS
 
 Record = Dict[str, Any]
 
-#: a last interval shorter than this fraction of the interval length is a sliver: the bytes
-#: that arrived (or were handed over) in its few milliseconds give a rate the transfer never
-#: had (``3.00 - 3.00  21.89 MB  47975.94 Mbps``). It is folded into the row before it.
-SLIVER_FRACTION = 0.1
-
-
 class HeldRows:
     """Interval rows printed one interval late, so that a last sliver (see
     :data:`SLIVER_FRACTION`) is folded into the row before it instead of printed with an
@@ -53,6 +47,7 @@ class HeldRows:
             if row is not None:
                 self.emit(*row)
         self.held = None
+
 
 #: a last interval shorter than this fraction of the interval length is a sliver: the bytes
 #: that arrived (or were handed over) in its few milliseconds give a rate the transfer never
@@ -115,15 +110,20 @@ class Reporter:
     """Prints records as JSON lines (``json_mode``) or as human-readable tables.
 
     Safe to call from several threads; every line is flushed at once so that a reader of
-    the pipe (a test, a Mininet host's ``cmd``) sees it immediately.
+    the pipe (a test, a Mininet host's ``cmd``) sees it immediately. When ``out`` cannot be
+    written (a closed pipe, a full disk), the error is kept in ``failed``, nothing more is
+    printed, and ``on_failure`` is called (simpleperf stops: nobody sees its results).
     """
 
     def __init__(self, json_mode: bool, unit: str, out: TextIO = sys.stdout,
-                 err: TextIO = sys.stderr) -> None:
+                 err: TextIO = sys.stderr,
+                 on_failure: Optional[Callable[[], None]] = None) -> None:
         self.json_mode = json_mode
         self.unit = unit
         self.out = out
         self.err = err
+        self.on_failure = on_failure
+        self.failed: Optional[OSError] = None
         self._lock = threading.Lock()
         self._table: Optional[str] = None
         self._render: Dict[str, Callable[[Record], None]] = {
@@ -145,13 +145,20 @@ class Reporter:
         """Print one record (JSON line, or its human rendering; ``error`` records are
         printed only as JSON, the command line prints the one-line message on stderr)."""
         with self._lock:
-            if self.json_mode:
-                print(json.dumps(record), file=self.out, flush=True)
+            if self.failed is not None:
                 return
-            render = self._render.get(record["type"])
-            if render is not None:
-                render(record)
-                self.out.flush()
+            try:
+                if self.json_mode:
+                    print(json.dumps(record), file=self.out, flush=True)
+                    return
+                render = self._render.get(record["type"])
+                if render is not None:
+                    render(record)
+                    self.out.flush()
+            except OSError as err:
+                self.failed = err
+        if self.failed is not None and self.on_failure is not None:
+            self.on_failure()
 
     def _line(self, text: str, table: Optional[str] = None) -> None:
         if table is not None and table != self._table:
@@ -193,7 +200,8 @@ class Reporter:
                             format_rate(r["receiver_mbps"])), "conn_end")
         self._line("Received counts come from the server; the receiver rate is the one to trust.")
         if r["interrupted"]:
-            self._line("Interrupted: these are the results measured so far.")
+            self._line("Interrupted: the transfer did not end as planned; these are the "
+                       "results measured so far.")
 
     def _server_start(self, r: Record) -> None:
         self._line("-" * 60)
@@ -214,9 +222,8 @@ class Reporter:
         self._line(_row(f"[{r['session'][:6]}/{r['conn']}]", _span(0.0, r["duration_s"]),
                         self._bytes(r["bytes"]),
                         format_rate(r["rate_mbps"])), "server_conn_end")
-        if r["error"] or r["interrupted"]:
-            self._line(f"[{r['session'][:6]}/{r['conn']}] "
-                       f"{r['error'] or 'interrupted: received so far'}")
+        if r["interrupted"]:
+            self._line(f"[{r['session'][:6]}/{r['conn']}] interrupted: {r['error']}")
 
     def _server_session_end(self, r: Record) -> None:
         if r["connections"] > 1:
@@ -224,8 +231,12 @@ class Reporter:
                             format_rate(r["rate_mbps"])), "server_conn_end")
 
     def _server_end(self, r: Record) -> None:
+        cut = ", some interrupted" if r["interrupted"] else ""
         self._line(f"simpleperf server stopped: {r['sessions']} session(s), "
-                   f"{r['connections']} connection(s), {self._bytes(r['bytes'])} received")
+                   f"{r['connections']} connection(s){cut}, {self._bytes(r['bytes'])} received")
 
     def _warning(self, r: Record) -> None:
-        print(f"simpleperf: warning: {r['message']}", file=self.err, flush=True)
+        try:
+            print(f"simpleperf: warning: {r['message']}", file=self.err, flush=True)
+        except OSError:
+            pass  # standard error is gone too: nothing left to tell

@@ -2,8 +2,11 @@
 
 One thread per connection (socket I/O releases the GIL, so threads do not slow each other
 down); several clients can be served at the same time. The wire protocol is described in
-:mod:`labtools.tools.simpleperf.protocol`. The server runs until SIGINT or SIGTERM, then reports
-the connections still open with what they received so far.
+:mod:`labtools.tools.simpleperf.protocol`. A connection's transfer is complete only when
+its data ended with the client's END record; otherwise it is reported ``interrupted``
+with the reason in ``error``. The server runs until SIGINT or SIGTERM, then reports the
+connections still open with what they received so far (interrupted: the server was
+stopped).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from labtools import __version__
-from labtools.errors import ToolError
+from labtools.errors import InputError, ToolError
 from labtools.tools.simpleperf import protocol
 from labtools.tools.simpleperf.options import Options
 from labtools.tools.simpleperf.report import HeldRows, Record, Reporter, mbps, seconds
@@ -60,6 +63,7 @@ class _Totals:
     sessions: Dict[str, _Session] = field(default_factory=dict)
     connections: int = 0
     nbytes: int = 0
+    interrupted: int = 0
 
 
 def _address(addr: Tuple) -> str:
@@ -71,14 +75,17 @@ def open_listener(bind: str, port: int) -> socket.socket:
     """A listening TCP socket on ``bind``:``port``.
 
     Raises:
-        ToolError: the address cannot be resolved, is not on this host, or the port is
-            in use.
+        InputError: the address cannot be resolved.
+        ToolError: the address is not on this host, or the port is in use.
     """
     try:
         family = socket.getaddrinfo(bind, port, type=socket.SOCK_STREAM,
                                     flags=socket.AI_PASSIVE)[0][0]
     except socket.gaierror as err:
-        raise ToolError(f"cannot resolve bind address {bind!r}: {err.strerror}") from None
+        raise InputError(f"cannot resolve bind address {bind!r}: {err.strerror}") from None
+    except UnicodeError:
+        raise InputError(f"cannot resolve bind address {bind!r}: not a valid host name") \
+            from None
     try:
         return socket.create_server((bind, port), family=family, backlog=64)
     except OSError as err:
@@ -96,7 +103,7 @@ class Server:
         self.reporter = reporter
         self.stop = stop
         self._lock = threading.Lock()
-        self._active: List[_Conn] = []
+        self._open: List[socket.socket] = []  # every accepted connection, handshake too
         self._threads: List[threading.Thread] = []
         self._totals = _Totals()
 
@@ -129,9 +136,9 @@ class Server:
 
     def _shutdown(self) -> None:
         with self._lock:
-            for conn in self._active:
+            for sock in self._open:
                 try:
-                    conn.sock.shutdown(socket.SHUT_RDWR)
+                    sock.shutdown(socket.SHUT_RDWR)  # wakes the thread waiting on it
                 except OSError:
                     pass
         for thread in self._threads:
@@ -139,37 +146,42 @@ class Server:
         totals = self._totals
         self.reporter.emit({"type": "server_end", "sessions": len(totals.sessions),
                             "connections": totals.connections, "bytes": totals.nbytes,
-                            "interrupted": self.stop.signum is not None})
+                            "interrupted": totals.interrupted > 0})
 
     def _warn(self, message: str) -> None:
         self.reporter.emit({"type": "warning", "role": "server", "message": message})
 
     def _serve(self, sock: socket.socket, peer_addr: Tuple) -> None:
         peer = _address(peer_addr)
-        with sock:
-            conn = self._handshake(sock, peer)
-            if conn is None:
-                return
+        with self._lock:
+            self._open.append(sock)
+        try:
+            with sock:
+                if self.stop.is_set:
+                    return
+                conn = self._handshake(sock, peer)
+                if conn is not None:
+                    self._receive(conn)
+        finally:
             with self._lock:
-                self._active.append(conn)
-            try:
-                self._receive(conn)
-            finally:
-                with self._lock:
-                    self._active.remove(conn)
+                self._open.remove(sock)
 
     def _handshake(self, sock: socket.socket, peer: str) -> Optional[_Conn]:
         """Read the HELLO and answer it; the accepted connection, or None."""
         try:
             sock.settimeout(HELLO_TIMEOUT_S)
             hello = protocol.decode_hello(protocol.recv_exact(sock, protocol.HELLO.size))
+            if self.stop.is_set:
+                return None
             if hello is None or hello.version != protocol.VERSION:
                 sock.sendall(protocol.encode_welcome(False))
-                self._warn(f"refused a connection from {peer}: not a simpleperf v1 client")
+                self._warn(f"refused a connection from {peer}: "
+                           f"not a simpleperf v{protocol.VERSION} client")
                 return None
             sock.sendall(protocol.encode_welcome(True))
         except OSError as err:
-            self._warn(f"handshake with {peer} failed: {err.strerror or err}")
+            if not self.stop.is_set:
+                self._warn(f"handshake with {peer} failed: {err.strerror or err}")
             return None
         conn = _Conn(sock, peer, _address(sock.getsockname()), hello, hello.session.hex(),
                      started=time.monotonic())
@@ -188,11 +200,13 @@ class Server:
                             "bytes": nbytes, "rate_mbps": mbps(nbytes, end_s - start_s)})
 
     def _receive(self, conn: _Conn) -> None:
-        """Count bytes until the client's FIN (then ACK) or a stop; report the result."""
+        """Count bytes until the client closes its side (then ACK) or a stop; report the
+        result (complete only with the client's END record)."""
         sock, started = conn.sock, conn.started
         interval = conn.hello.interval_ms / 1000.0
         next_tick = started + interval if interval else float("inf")
-        tick_s, tick_bytes, total, error = 0.0, 0, 0, None
+        tick_s, tick_bytes, error = 0.0, 0, None
+        seen = protocol.EndTracker()
         view = memoryview(bytearray(RECV_BUFFER_BYTES))
         recv_into, now = sock.recv_into, time.monotonic
         rows = HeldRows(interval, lambda start_s, end_s, nbytes: self._interval(
@@ -203,38 +217,52 @@ class Server:
                 n = recv_into(view)
                 if not n:
                     break
-                total += n
+                seen.add(view[:n])
                 if interval and now() >= next_tick:
-                    elapsed = now() - started
-                    sock.sendall(protocol.encode_record(protocol.MAGIC_PROG, elapsed, total))
-                    rows.add(tick_s, elapsed, total - tick_bytes)
-                    tick_s, tick_bytes = elapsed, total
+                    elapsed, data = now() - started, seen.data_bytes
+                    sock.sendall(protocol.encode_record(protocol.MAGIC_PROG, elapsed, data))
+                    rows.add(tick_s, elapsed, data - tick_bytes)
+                    tick_s, tick_bytes = elapsed, data
                     next_tick = started + (int(elapsed / interval) + 1) * interval
         except socket.timeout:
             error = f"no data for {IDLE_TIMEOUT_S:g} s"
         except OSError as err:
-            error = err.strerror or str(err)
+            error = f"connection lost: {err.strerror or err}"
         duration = time.monotonic() - started
-        interrupted = self.stop.is_set
         if interval:
-            rows.close(tick_s, duration, total - tick_bytes)
-        if error is None and not interrupted:
+            rows.close(tick_s, duration, seen.data_bytes - tick_bytes)
+        if error is None and (seen.ended or not self.stop.is_set):
             try:
-                sock.sendall(protocol.encode_record(protocol.MAGIC_ACK, duration, total))
+                sock.sendall(protocol.encode_record(protocol.MAGIC_ACK, duration,
+                                                    seen.data_bytes))
             except OSError as err:
                 error = f"could not send the ACK: {err.strerror or err}"
-        self._conn_end(conn, total, duration, interrupted, error)
+        self._conn_end(conn, seen.data_bytes, duration, self._cut_short(seen, error))
 
-    def _conn_end(self, conn: _Conn, total: int, duration: float, interrupted: bool,
+    def _cut_short(self, seen: protocol.EndTracker, error: Optional[str]) -> Optional[str]:
+        """Why a transfer did not end as planned, or None when it did (a stop resets the
+        connections still receiving: that reset is the stop, not a network fault)."""
+        if seen.ended and error is None:
+            return None
+        if self.stop.is_set and not seen.ended:
+            return "the server was stopped during the transfer"
+        if error is not None:
+            return error
+        return ("the data ended without the client's END record (the client was "
+                "stopped or killed, or its connection broke)")
+
+    def _conn_end(self, conn: _Conn, total: int, duration: float,
                   error: Optional[str]) -> None:
+        """Report one connection: ``error`` says why it was cut short, None if complete."""
         record: Record = {"type": "server_conn_end", "session": conn.session,
                           "conn": conn.hello.conn, "peer": conn.peer, "bytes": total,
                           "duration_s": seconds(duration), "rate_mbps": mbps(total, duration),
-                          "interrupted": interrupted, "error": error}
+                          "interrupted": error is not None, "error": error}
         with self._lock:
             totals = self._totals
             totals.connections += 1
             totals.nbytes += total
+            totals.interrupted += error is not None
             session = totals.sessions[conn.session]
             session.ended += 1
             session.nbytes += total
