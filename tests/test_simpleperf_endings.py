@@ -67,7 +67,9 @@ def test_a_client_killed_after_half_a_second_is_interrupted_on_the_server(
     ends = [server.wait_for("server_conn_end", session_of(out)) for _ in range(connections)]
     for conn_end in ends:
         assert conn_end["interrupted"] is True, conn_end
-        assert conn_end["error"].startswith(END_MISSING)
+        # the kernel closes a killed process's connection with a FIN, or with a reset
+        # when progress records were still unread in its receive buffer: both are right
+        assert conn_end["error"].startswith((END_MISSING, "connection lost: ")), conn_end
         assert conn_end["bytes"] > 0 and conn_end["duration_s"] < 5
     rows = [r for r in server.seen if r["type"] == "server_interval"]
     assert all(r["bytes"] >= 0 for r in rows)
@@ -164,11 +166,14 @@ def test_progress_and_ack_never_count_the_end_record(server: ServerProcess) -> N
     sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
     sock.sendall(protocol.Hello(1, 1, 100, os.urandom(16)).encode())  # 0.1 s intervals
     protocol.recv_exact(sock, protocol.WELCOME.size)
-    sock.sendall(bytes(5000) + protocol.encode_end(5000))
-    time.sleep(0.35)  # progress records go out while the END is the last thing received
+    sock.sendall(bytes(5000))
+    time.sleep(0.15)  # past the first tick: the END's arrival sends a progress record
+    sock.sendall(protocol.encode_end(5000))
+    time.sleep(0.1)
     _half_close_and_read_ack(sock)
     conn_end = server.wait_for("server_conn_end")
     rows = [r for r in server.seen if r["type"] == "server_interval"]
+    assert rows and rows[0]["bytes"] == 5000
     assert conn_end["bytes"] == 5000 and sum(r["bytes"] for r in rows) == 5000
 
 
