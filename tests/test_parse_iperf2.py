@@ -173,3 +173,76 @@ def test_byte_rate_units_are_refused_not_guessed():
     with pytest.raises(ParseError) as err:
         iperf2.parse(line)
     assert "bit rate" in err.value.reason
+
+
+# --- numbers iperf 2 never prints, real lines it does, long runs ----------------------------
+# Each case is a real capture with ONE piece of a report line replaced by the test itself.
+WRONG_LINES = [
+    ("tcp_interval", "7.88 MBytes  19.1 Mbits/sec", "7.88 MBytes  nan Mbits/sec"),
+    ("tcp_interval", "7.88 MBytes  19.1 Mbits/sec", "7.88 MBytes  inf Mbits/sec"),
+    ("tcp_interval", "7.88 MBytes  19.1 Mbits/sec", "7.88 MBytes  -19.1 Mbits/sec"),
+    ("tcp_interval", "7.88 MBytes  19.1 Mbits/sec", "-7.88 MBytes  19.1 Mbits/sec"),
+    ("tcp_interval", "7.88 MBytes  19.1 Mbits/sec", "7.88 MBytes  " + "9" * 400 + " Mbits/sec"),
+    ("tcp_interval", "7.88 MBytes  19.1 Mbits/sec", "9" * 400 + " MBytes  19.1 Mbits/sec"),
+    ("tcp_interval", "7.88 MBytes  19.1 Mbits/sec", "999999999999 TBytes  19.1 Mbits/sec"),
+    ("tcp_interval", "0.0000-3.4663 sec  7.88", "3.4663-0.0000 sec  7.88"),
+    ("tcp_interval", "0.0000-3.4663 sec  7.88", "zero-3.4663 sec  7.88"),
+    ("tcp_p2", "8.85 MBytes  22.3 Mbits/sec", "8.85 MBytes  -22.3 Mbits/sec"),
+    ("udp_interval", "0.003 ms 0/2678", "nan ms 0/2678"),
+    ("udp_interval", "0.003 ms 0/2678", "0.003 ms 5000/2678"),
+    ("udp_interval", "Sent 2679 datagrams", "Sent -2679 datagrams"),
+]
+
+
+@pytest.mark.parametrize("name, old, new", WRONG_LINES, ids=[w[2][:30] for w in WRONG_LINES])
+def test_a_line_with_numbers_iperf_never_prints_is_refused_quoting_it(name, old, new):
+    text = raw(name)
+    assert old in text
+    with pytest.raises(ParseError) as err:
+        iperf2.parse(text.replace(old, new, 1))
+    assert "\n" not in str(err.value) and (new[:10] in str(err.value) or "Sent" in new)
+
+
+def test_every_iperf_run_of_the_grading_capture_parses():
+    """The real runs saved in tests/fixtures/grading (made by its capture.py), the
+    out-of-order line of iperf 2's Server Report among them."""
+    import sqlite3
+
+    store = DIR.parent / "grading" / "results" / "labtools.sqlite"
+    con = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    texts = [r[0] for r in con.execute("SELECT raw_output FROM runs WHERE tool = 'iperf'")]
+    con.close()
+    assert any("received out-of-order" in t for t in texts)
+    for text in texts:
+        parsed = iperf2.parse(text)
+        if "received out-of-order" in text:
+            assert parsed.summary["out_of_order"] > 0
+
+
+def test_an_hour_of_tenth_of_a_second_intervals_parses_in_seconds():
+    import time
+
+    # tcp_interval (a real capture) as if run with -i 0.1 for an hour: its first interval
+    # line repeated with shifted times, then a whole-run line (a mechanical derivation)
+    lines = raw("tcp_interval").splitlines()
+    first = next(ln for ln in lines if LINE.match(ln))
+    head = lines[: lines.index(first)]
+    body = [first.replace("0.0000-1.0000", f"{i / 10:.4f}-{(i + 1) / 10:.4f}")
+            for i in range(36_000)]
+    body.append(first.replace("0.0000-1.0000", "0.0000-3600.0000"))
+    began = time.perf_counter()
+    parsed = iperf2.parse("\n".join(head + body) + "\n")
+    took = time.perf_counter() - began
+    assert len(parsed.rows) == 36_001 and parsed.summary["duration_s"] == 3600.0
+    assert took < 10, f"{took:.1f} s"
+
+
+def test_a_long_hostile_line_does_not_make_the_parser_backtrack():
+    import time
+
+    began = time.perf_counter()
+    for line in ("[  1] " + "-" * 200_000, "[  1] " + "7" * 200_000 + " datagrams received",
+                 "WARNING: " + " " * 200_000 + "x"):
+        with pytest.raises(ParseError):
+            iperf2.parse(line)
+    assert time.perf_counter() - began < 5

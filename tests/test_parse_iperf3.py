@@ -272,3 +272,112 @@ def test_non_json_raises(cut):
     with pytest.raises(ParseError) as err:
         iperf3.parse(text)
     assert err.value.tool == "iperf3" and "\n" not in str(err.value)
+
+
+# --- values iperf3 never writes, and long runs ------------------------------------------
+# Each case below is a real capture (tcp_p1 or udp_p1) with ONE field changed by the test
+# itself (a mechanical mutation: the path of the field and the value it gets).
+WRONG_VALUES = [
+    ("tcp_p1", ["intervals"], "x", "intervals is 'x': not a list"),
+    ("tcp_p1", ["intervals", 0, "streams"], 5, "intervals[0].streams is 5: not a list"),
+    ("tcp_p1", ["intervals", 0, "streams", 0], "x", "intervals[0].streams[0] is 'x'"),
+    ("tcp_p1", ["intervals", 0, "sum"], [1], "intervals[0].sum is [1]: not an object"),
+    ("tcp_p1", ["intervals", 0, "streams", 0, "bits_per_second"], "lots",
+     "intervals[0].streams[0].bits_per_second is 'lots': not a number"),
+    ("tcp_p1", ["intervals", 0, "streams", 0, "bytes"], "lots", "bytes is 'lots'"),
+    ("tcp_p1", ["intervals", 0, "streams", 0, "end"], None, "streams[0].end is missing"),
+    ("tcp_p1", ["intervals", 0, "streams", 0, "socket"], "x", "socket is 'x'"),
+    ("tcp_p1", ["intervals", 0, "streams", 0, "sender"], "false", "sender is 'false'"),
+    ("tcp_p1", ["intervals", 0, "streams", 0, "omitted"], "no", "omitted is 'no'"),
+    ("tcp_p1", ["intervals", 0, "streams", 0, "bits_per_second"], -5e6, "negative"),
+    ("tcp_p1", ["intervals", 1, "sum", "bytes"], -100, "intervals[1].sum.bytes is -100"),
+    ("tcp_p1", ["intervals", 1, "sum", "end"], 0.5, "intervals[1].sum ends (0.5 s) before"),
+    ("tcp_p1", ["start", "test_start"], "x", "start.test_start is 'x': not an object"),
+    ("tcp_p1", ["start", "test_start", "num_streams"], "abc", "num_streams is 'abc'"),
+    ("tcp_p1", ["start", "test_start", "num_streams"], -3, "num_streams is -3: negative"),
+    ("tcp_p1", ["start", "test_start", "protocol"], 5, "protocol is 5: not a text"),
+    ("tcp_p1", ["start", "test_start", "reverse"], "yes", "reverse is 'yes': not true/false"),
+    ("tcp_p1", ["start", "version"], 5, "start.version is 5"),
+    ("tcp_p1", ["end"], [], "end is []: not an object"),
+    ("tcp_p1", ["end", "sum_sent"], "x", "end.sum_sent is 'x'"),
+    ("tcp_p1", ["end", "sum_received", "bits_per_second"], True, "is True: not a number"),
+    ("tcp_p1", ["end", "sum_received", "bits_per_second"], -1e6, "negative"),
+    ("tcp_p1", ["end", "sum_received", "bits_per_second"], 10**400, "too large"),
+    ("tcp_p1", ["end", "sum_sent", "seconds"], -3.0, "end.sum_sent.seconds is -3.0"),
+    ("tcp_p1", ["end", "sum_sent", "retransmits"], "many", "retransmits is 'many'"),
+    ("tcp_p1", ["end", "sum_sent", "bytes"], 2**64, "end.sum_sent.bytes is 1844"),
+    ("tcp_p1", ["error"], 5, "error is 5: not a text"),
+    ("udp_p1", ["end", "sum_received", "jitter_ms"], -1.0, "jitter_ms is -1.0: negative"),
+    ("udp_p1", ["end", "sum_received", "lost_percent"], "some", "lost_percent is 'some'"),
+]
+
+
+def mutated(name: str, path: list, value) -> str:
+    """The real capture ``name`` with the field at ``path`` set to ``value``, as JSON."""
+    document = doc(name)
+    target = document
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return json.dumps(document, indent="\t")
+
+
+@pytest.mark.parametrize("name, path, value, message", WRONG_VALUES,
+                         ids=[".".join(map(str, w[1])) + f"={w[2]!r}"[:20] for w in WRONG_VALUES])
+def test_a_value_iperf3_never_writes_is_refused_naming_the_field(name, path, value, message):
+    with pytest.raises(ParseError) as err:
+        iperf3.parse(mutated(name, path, value))
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_numbers_json_cannot_hold_are_refused():
+    text = raw("tcp_p1")
+    bytes_at = text.index('"bytes":', text.index('"intervals"'))  # the first stream's
+    digits = text[bytes_at:].split(",")[0]
+    for huge in ("1e400", "1" + "0" * 5000):  # an infinite float; an int too long to read
+        with pytest.raises(ParseError):
+            iperf3.parse(text.replace(digits, f'"bytes":\t{huge}', 1))
+    with pytest.raises(ParseError, match="nested"):
+        iperf3.parse('{"start":' + "[" * 100_000)
+
+
+@pytest.mark.parametrize("token", ["NaN", "-nan", "Infinity", "-inf"])
+def test_nan_and_inf_where_a_rate_goes_read_as_missing(token):
+    # older iperf3 prints a rate over zero seconds as nan or inf, 3.12 as null
+    text = mutated("tcp_p1", ["end", "sum_received", "bits_per_second"], "X")
+    parsed = iperf3.parse(text.replace('"X"', token))
+    assert parsed.summary["receiver_mbps"] is None
+    assert parsed.summary["receiver_bytes"] == doc("tcp_p1")["end"]["sum_received"]["bytes"]
+
+
+def test_negative_loss_is_kept_as_iperf3_prints_it():
+    # iperf3 counts datagrams that arrive out of order as negative loss (esnet/iperf#412)
+    parsed = iperf3.parse(mutated("udp_p1", ["intervals", 0, "sum", "lost_packets"], -3))
+    sums = parsed.table[parsed.table["stream"] == -1]
+    assert sums["lost"].iloc[0] == -3
+
+
+def long_run(intervals: int) -> str:
+    """tcp_p1 (a real 3 s capture) as if it had run with -i 0.1 for intervals/10 s: its
+    first interval repeated with shifted times (a mechanical derivation)."""
+    document = doc("tcp_p1")
+    first = document["intervals"][0]
+    repeated = []
+    for i in range(intervals):
+        item = json.loads(json.dumps(first))
+        for part in item["streams"] + [item["sum"]]:
+            part["start"], part["end"], part["seconds"] = i * 0.1, (i + 1) * 0.1, 0.1
+        repeated.append(item)
+    document["intervals"] = repeated
+    return json.dumps(document, indent="\t")
+
+
+def test_an_hour_at_intervals_of_a_tenth_of_a_second_parses_in_seconds():
+    import time
+
+    text = long_run(36_000)  # iperf3 -t 3600 -i 0.1 -J: 36,000 intervals
+    began = time.perf_counter()
+    parsed = iperf3.parse(text)
+    took = time.perf_counter() - began
+    assert len(parsed.rows) == 2 * 36_000 and parsed.summary["duplicate_intervals_dropped"] == 0
+    assert took < 15, f"{took:.1f} s"  # 1.2 s here; the list search of repeats took 56 s

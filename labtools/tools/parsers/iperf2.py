@@ -43,8 +43,17 @@ Summary keys (rates in Mbit/s, None where the output has no such number):
 - ``sent_datagrams`` (UDP client: ``Sent N datagrams``), ``warnings`` (list of
   iperf's ``WARNING`` texts, e.g. no ack of the last datagram: then no Server Report).
 
-No report line (empty text, ``connect failed``...) raises :class:`ParseError` (tool
-``iperf``), quoting iperf's complaint when there is one; so does iperf3's text output
+Every rate, time, size and jitter in the table and the summary is a finite number >= 0
+(or None/NaN where the output has none); ``lost`` (and so ``lost_pct``) may be negative,
+as old iperf 2 versions count datagrams that arrive out of order.
+
+A line that has the shape of a report line (``[ ID] START-END sec ...``), a ``Sent N
+datagrams`` or an out-of-order line, but numbers iperf 2 never prints (text, negative,
+infinite or absurdly long numbers, an interval that ends before it starts, more datagrams
+lost than accounted for) raises :class:`ParseError` quoting the line: leaving it out would
+make another line the run's total. No report line (empty text, ``connect failed``...)
+raises :class:`ParseError` (tool ``iperf``), quoting iperf's complaint when there is one;
+so does iperf3's text output
 (recognised by its ``Bitrate`` header, ``sender``/``receiver`` totals or ``iperf Done.``),
 whose numbers iperf 2's would misread: use ``iperf3 -J`` and the iperf3 parser.
 """
@@ -71,16 +80,22 @@ BIT_RATE_UNITS: Dict[str, float] = {
     "bits/sec": 1e-6, "Kbits/sec": 1e-3, "Mbits/sec": 1.0, "Gbits/sec": 1e3, "Tbits/sec": 1e6,
 }
 
+_NUMBER = r"\d{1,15}(?:\.\d{1,15})?"
 _ROW = re.compile(
-    r"^\[\s*(?P<id>\d+|SUM)\]\s+(?P<start>\d+(?:\.\d+)?)\s*-\s*(?P<end>\d+(?:\.\d+)?)\s+sec\s+"
-    r"(?P<xfer>\d+(?:\.\d+)?)\s+(?P<xunit>\w+)\s+(?P<rate>\d+(?:\.\d+)?)\s+(?P<runit>\S+/sec)"
-    r"(?:\s+(?P<jitter>\d+(?:\.\d+)?)\s+ms\s+(?P<lost>\d+)/\s*(?P<total>\d+))?"
+    rf"^\[\s*(?P<id>\d{{1,9}}|SUM)\]\s+(?P<start>{_NUMBER})\s*-\s*(?P<end>{_NUMBER})\s+sec\s+"
+    rf"(?P<xfer>{_NUMBER})\s+(?P<xunit>\w+)\s+(?P<rate>{_NUMBER})\s+(?P<runit>\S+/sec)"
+    rf"(?:\s+(?P<jitter>{_NUMBER})\s+ms\s+(?P<lost>-?\d{{1,15}})/\s*(?P<total>\d{{1,15}}))?"
 )
 _HEADER = re.compile(
     r"^(?P<role>Client connecting to|Server listening on)\b.*?\b(?P<proto>TCP|UDP)\b")
-_SENT = re.compile(r"^\[\s*\d+\]\s+Sent (?P<n>\d+) datagrams")
-_OOO = re.compile(r"^\[\s*(?:\d+|SUM)\].*?(?P<n>\d+) datagrams received out-of-order")
-_WARNING = re.compile(r"WARNING:\s*(?P<msg>.+?)\s*$")
+#: a UDP report's jitter column, right after the rate: then _ROW must have read it
+_JITTER_LIKE = re.compile(r"^\s+\S+\s+ms\b")
+_ID = re.compile(r"^\[\s*(?:\d+|SUM)\]\s")
+_SENT = re.compile(r"^\[\s*\d+\]\s+Sent (?P<n>\S+) datagrams")
+_OOO = " datagrams received out-of-order"
+_WARNING = re.compile(r"WARNING:\s*(?P<msg>.*\S)")
+#: the largest integer an int64 column holds
+MAX_INT = 2**63 - 1
 #: lines only iperf3's text output has (its column header, its totals, its last line)
 _IPERF3_TEXT = re.compile(r"^(?:\[ ID\] Interval\s+Transfer\s+Bitrate|iperf Done\.|"
                           r"\[.*\s(?:sender|receiver)$)", re.MULTILINE)
@@ -88,32 +103,63 @@ _FAILED = re.compile(
     r"(connect failed.*|Connection refused.*|No route to host.*|unknown host.*)", re.I)
 
 
-def _row(m: "re.Match[str]", kind: str) -> Dict[str, Any]:
+def _looks_like_row(line: str) -> bool:
+    """``[ ID] ... sec`` with ``sec`` among the first tokens: a report line, whatever its
+    numbers (found without a regex that could backtrack on a long hostile line)."""
+    head = _ID.match(line)
+    return head is not None and "sec" in line[head.end():].split(None, 4)[:4]
+
+
+def _row(line: str, kind: str) -> Dict[str, Any]:
+    """One report line as a row; :class:`ParseError` for numbers iperf 2 never prints."""
+    m = _ROW.match(line)
+    if m is None or (m["jitter"] is None and _JITTER_LIKE.match(line[m.end():])):
+        raise ParseError(TOOL, f"a report line with numbers iperf never prints: {line[:120]}")
     xunit, runit = m["xunit"], m["runit"]
     if xunit not in BYTE_UNITS:
         raise ParseError(TOOL, f"unknown transfer unit {xunit!r} in: {m.group(0)}")
     if runit not in BIT_RATE_UNITS:
         raise ParseError(TOOL, f"rate unit {runit!r} is not a bit rate (use -f with k/m/g): "
                                f"{m.group(0)}")
+    start, end = float(m["start"]), float(m["end"])
+    size = int(round(float(m["xfer"]) * BYTE_UNITS[xunit]))
+    lost = int(m["lost"]) if m["lost"] else None
+    total = int(m["total"]) if m["total"] else None
+    if end < start:
+        raise ParseError(TOOL, f"an interval that ends before it starts: {m.group(0)}")
+    if size > MAX_INT:
+        raise ParseError(TOOL, f"a transfer larger than any run: {m.group(0)}")
+    if lost is not None and total is not None and lost > total:
+        raise ParseError(TOOL, f"more datagrams lost than accounted for: {m.group(0)}")
     return {
         "stream": -1 if m["id"] == "SUM" else int(m["id"]),
-        "start_s": float(m["start"]),
-        "end_s": float(m["end"]),
-        "bytes": int(round(float(m["xfer"]) * BYTE_UNITS[xunit])),
+        "start_s": start,
+        "end_s": end,
+        "bytes": size,
         "rate_mbps": float(m["rate"]) * BIT_RATE_UNITS[runit],
         "jitter_ms": float(m["jitter"]) if m["jitter"] else None,
-        "lost": int(m["lost"]) if m["lost"] else None,
-        "total": int(m["total"]) if m["total"] else None,
+        "lost": lost,
+        "total": total,
         "kind": kind,
     }
 
 
+def _count(text: str, line: str) -> int:
+    """A datagram count of a ``Sent N`` or out-of-order line."""
+    if not text.isdigit() or len(text) > 15:
+        raise ParseError(TOOL, f"a datagram count iperf prints no such way: {line[:120]}")
+    return int(text)
+
+
 def _mark_totals(rows: List[Dict[str, Any]]) -> None:
     """Mark each stream's (and the sum's) last row starting at 0 s as its ``total``."""
-    for stream in {r["stream"] for r in rows if r["kind"] == "interval"}:
-        mine = [r for r in rows if r["stream"] == stream and r["kind"] == "interval"]
-        if mine[-1]["start_s"] == 0.0:
-            mine[-1]["kind"] = "total"
+    last: Dict[int, Dict[str, Any]] = {}
+    for row in rows:
+        if row["kind"] == "interval":
+            last[row["stream"]] = row
+    for row in last.values():
+        if row["start_s"] == 0.0:
+            row["kind"] = "total"
 
 
 def _scan(lines: List[str]) -> Dict[str, Any]:
@@ -129,15 +175,16 @@ def _scan(lines: List[str]) -> Dict[str, Any]:
         if line.endswith("Server Report:"):
             in_report = True
             continue
-        row = _ROW.match(line)
-        if row:
-            found["rows"].append(_row(row, "server_report" if in_report else "interval"))
+        if _OOO in line and _ID.match(line):  # [  1] 0.0000-2.0059 sec  4 datagrams ...
+            before = line.partition(_OOO)[0].split()
+            found["ooo"] = _count(before[-1] if before else "", line)
+        elif _looks_like_row(line):
+            found["rows"].append(_row(line, "server_report" if in_report else "interval"))
             in_report = False
             continue
-        for regex, key in ((_SENT, "sent"), (_OOO, "ooo")):
-            m = regex.match(line)
-            if m:
-                found[key] = int(m["n"])
+        sent = _SENT.match(line)
+        if sent:
+            found["sent"] = _count(sent["n"], line)
         warning = _WARNING.search(line)
         if warning:
             found["warnings"].append(warning["msg"])

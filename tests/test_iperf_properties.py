@@ -1,0 +1,199 @@
+"""Property tests of the iperf3 and iperf 2 parsers (Hypothesis).
+
+Whatever the input - random text, or a real capture of tests/fixtures/iperf3 and
+tests/fixtures/iperf2 cut short, with a JSON field given another type or value, or with a
+number replaced by a negative, NaN, infinite or huge one - a parser returns a Parsed or
+raises a LabtoolsError (ParseError, or ToolError for iperf3's own error), never another
+exception. And what it returns never holds a negative, NaN or infinite rate, time, size or
+jitter: each is a finite number >= 0, or missing where the parser's docstring says it may
+be (None in the summary, NaN in the columns listed below). Loss counts may be negative:
+iperf3 prints reordered datagrams as negative loss.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any, Callable, Dict, List
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from labtools.errors import LabtoolsError
+from labtools.tools.parsers import iperf2, iperf3
+from labtools.tools.parsers.base import Parsed
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+IPERF3 = {p.stem: p.read_text() for p in sorted((FIXTURES / "iperf3").glob("*.json"))}
+IPERF2 = {p.name: p.read_text() for p in sorted((FIXTURES / "iperf2").glob("*.txt"))}
+DOCS: Dict[str, Any] = {}
+for _name, _text in IPERF3.items():
+    try:
+        DOCS[_name] = json.loads(_text)
+    except ValueError:  # a capture that is not one JSON document (usage text, twice...)
+        pass
+
+#: table columns that may be missing (NaN/None), by parser; the others never are
+MAY_BE_MISSING = {
+    "iperf3": {"rate_mbps", "retransmits", "packets", "lost", "jitter_ms"},
+    "iperf": {"jitter_ms", "lost", "total"},
+}
+#: numeric columns that are counts of lost datagrams (may be negative)
+SIGNED = {"lost", "lost_packets", "lost_pct"}
+NUMERIC_COLUMNS = {"start_s", "end_s", "bytes", "rate_mbps", "retransmits", "packets", "lost",
+                   "jitter_ms", "total"}
+SUMMARY_NUMBER = re.compile(r"(_mbps|_s|_ms|bytes|packets|_pct|^lost|^total|retransmits"
+                            r"|out_of_order|sent_datagrams)$")
+INT64_MAX = 2**63 - 1
+
+PROPERTY = settings(max_examples=150, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def check_sane(parsed: Parsed) -> None:
+    """The invariants every parsed result keeps (see the module docstring)."""
+    json.dumps(parsed.summary, allow_nan=False)  # also: no NaN or infinity in the summary
+    for key, value in parsed.summary.items():
+        if SUMMARY_NUMBER.search(key) and value is not None:
+            assert isinstance(value, (int, float)) and not isinstance(value, bool), (key, value)
+            assert math.isfinite(value), (key, value)
+            assert key in SIGNED or value >= 0, (key, value)
+    missing_ok = MAY_BE_MISSING[parsed.tool]
+    for row in parsed.rows.records:
+        for column in NUMERIC_COLUMNS & set(row):
+            value = row[column]
+            if value is None or (isinstance(value, float) and math.isnan(value)):
+                assert column in missing_ok, (column, row)
+                continue
+            assert math.isfinite(value), (column, row)
+            assert column in SIGNED or value >= 0, (column, row)
+        for column in (c for c, t in parsed.rows.dtypes.items() if t == "int64"):
+            assert type(row[column]) is int and abs(row[column]) <= INT64_MAX, (column, row)
+        assert row["end_s"] >= row["start_s"], row
+    parsed.rows.json_rows()  # what the store saves
+
+
+def outcome(parse: Callable[[str], Parsed], text: str) -> None:
+    """Parse ``text``: a sane Parsed, or a LabtoolsError; any other exception fails."""
+    try:
+        parsed = parse(text)
+    except LabtoolsError as err:
+        assert "\n" not in str(err), str(err)
+        return
+    check_sane(parsed)
+
+
+# --- random text ---------------------------------------------------------------------
+@PROPERTY
+@given(st.text())
+def test_random_text(text):
+    outcome(iperf3.parse, text)
+    outcome(iperf2.parse, text)
+
+
+@PROPERTY
+@given(st.lists(st.sampled_from(["{", "}", "[", "]", '"start"', '"error"', ":", ",", "\n",
+                                 "null", "NaN", "-1", "1e400", '"intervals"', '"end"', "{}"]),
+                max_size=60))
+def test_random_json_like_text(tokens):
+    text = "".join(tokens)
+    outcome(iperf3.parse, text)
+    outcome(iperf3.parse, "{" + text)
+
+
+# --- real captures, cut short ---------------------------------------------------------
+@PROPERTY
+@given(st.sampled_from(sorted(IPERF3)), st.floats(0, 1))
+def test_iperf3_capture_cut_short(name, fraction):
+    text = IPERF3[name]
+    outcome(iperf3.parse, text[: int(len(text) * fraction)])
+
+
+@PROPERTY
+@given(st.sampled_from(sorted(IPERF2)), st.floats(0, 1))
+def test_iperf2_capture_cut_short(name, fraction):
+    text = IPERF2[name]
+    outcome(iperf2.parse, text[: int(len(text) * fraction)])
+
+
+# --- real captures with a field of another type or value --------------------------------
+def paths(value: Any, prefix: tuple = ()) -> List[tuple]:
+    """Every path into a JSON document (object keys and list positions)."""
+    found = [prefix] if prefix else []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += paths(item, prefix + (key,))
+    elif isinstance(value, list):
+        for i, item in enumerate(value[:3]):
+            found += paths(item, prefix + (i,))
+    return found
+
+
+PATHS = {name: paths(document) for name, document in DOCS.items()}
+ODD_VALUES = st.one_of(
+    st.none(), st.booleans(), st.text(max_size=8), st.integers(-10**6, 10**6),
+    st.integers(min_value=2**63, max_value=10**40), st.just(-(10**30)),
+    st.floats(allow_nan=True, allow_infinity=True), st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+)
+
+
+def replaced(document: Any, path: tuple, value: Any) -> Any:
+    copy = json.loads(json.dumps(document))
+    target = copy
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return copy
+
+
+@PROPERTY
+@given(st.sampled_from(sorted(DOCS)), st.data(), ODD_VALUES)
+def test_iperf3_capture_with_a_field_changed(name, data, value):
+    path = data.draw(st.sampled_from(PATHS[name]))
+    # json.dumps writes NaN and Infinity as NaN/Infinity, as older iperf3 prints nan/inf
+    outcome(iperf3.parse, json.dumps(replaced(DOCS[name], path, value), indent="\t"))
+
+
+NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w.])")
+ODD_NUMBERS = st.sampled_from(["-1", "-0.5", "NaN", "nan", "-nan", "inf", "-inf", "Infinity",
+                               "1e400", "1" + "0" * 40, "9" * 400, "0", "-0"])
+
+
+def with_number_replaced(text: str, index: int, new: str) -> str:
+    spans = [m.span() for m in NUMBER.finditer(text)]
+    if not spans:
+        return text
+    start, end = spans[index % len(spans)]
+    return text[:start] + new + text[end:]
+
+
+@PROPERTY
+@given(st.sampled_from(sorted(IPERF3)), st.integers(0, 10_000), ODD_NUMBERS)
+def test_iperf3_capture_with_a_number_replaced(name, index, new):
+    outcome(iperf3.parse, with_number_replaced(IPERF3[name], index, new))
+
+
+@PROPERTY
+@given(st.sampled_from(sorted(IPERF2)), st.integers(0, 10_000), ODD_NUMBERS)
+def test_iperf2_capture_with_a_number_replaced(name, index, new):
+    outcome(iperf2.parse, with_number_replaced(IPERF2[name], index, new))
+
+
+@PROPERTY
+@given(st.sampled_from(sorted(IPERF2)), st.integers(0, 10_000), st.text(max_size=6))
+def test_iperf2_capture_with_a_word_replaced(name, index, new):
+    text = IPERF2[name]
+    words = [m.span() for m in re.finditer(r"\S+", text)]
+    start, end = words[index % len(words)]
+    outcome(iperf2.parse, text[:start] + new + text[end:])
+
+
+def test_every_capture_is_sane():
+    """The real captures themselves keep the invariants (or fail with the kit's error)."""
+    for text in IPERF3.values():
+        outcome(iperf3.parse, text)
+    for text in IPERF2.values():
+        outcome(iperf2.parse, text)
