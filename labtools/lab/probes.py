@@ -125,6 +125,14 @@ def iperf_udp(lab: "LabSession", src: str, dst: str, rate_mbps: float,
     return lab.perform(call, measure)
 
 
+def _simpleperf_ok(parsed: Parsed) -> None:
+    """A simpleperf run that did not end as planned (a side stopped or killed, a lost
+    connection) is the tool's error, even with the counts it printed (they are saved with
+    the failure)."""
+    if not parsed.summary.get("complete"):
+        raise ToolError(f"simpleperf: {parsed.summary.get('error') or 'incomplete run'}")
+
+
 def simpleperf(lab: "LabSession", src: str, dst: str, duration_s: Optional[float] = None,
                interval_s: float = 1, parallel: int = 1, port: int = 8088) -> Measurement:
     """The kit's simpleperf from ``src`` to a server on ``dst``; the server's byte count
@@ -143,7 +151,8 @@ def simpleperf(lab: "LabSession", src: str, dst: str, duration_s: Optional[float
                         wait=False) as server:
             try:
                 return run_tool(lab, "simpleperf", src, dst, argv,
-                                SERVER_READY_S + duration_s + TIMEOUT_MARGIN_S, context, call)
+                                SERVER_READY_S + duration_s + TIMEOUT_MARGIN_S, context, call,
+                                _simpleperf_ok)
             except LabtoolsError as err:
                 raise server_failure(server, "simpleperf", dst) or err from None
 

@@ -18,15 +18,24 @@ Client records (exact keys):
 - ``conn_end``: conn, bytes_sent, server_bytes, duration_s, server_duration_s,
   sender_mbps, receiver_mbps, error.
 - ``end``: role, connections, bytes_sent, server_bytes, duration_s, server_duration_s,
-  sender_mbps, receiver_mbps, exact (server_bytes == bytes_sent), interrupted, error.
+  sender_mbps, receiver_mbps, exact (server_bytes == bytes_sent), interrupted (the
+  transfer did not end as planned: a signal, a lost connection, a missing or wrong ACK),
+  error.
 - ``error``: role, message (the run failed; the same line went to stderr).
 
 Server records: ``server_start`` (role, version, protocol, bind, port, unit),
 ``server_conn_start`` (session, conn, parallel, peer, local), ``server_interval``
 (session, conn, peer, start_s, end_s, bytes, rate_mbps), ``server_conn_end`` (session, conn,
-peer, bytes, duration_s, rate_mbps, interrupted, error), ``server_session_end`` (session,
-peer, connections, bytes, duration_s, rate_mbps), ``server_end`` (sessions, connections,
-bytes, interrupted) and ``warning`` (role, message).
+peer, bytes, duration_s, rate_mbps, interrupted: the data did not end with the client's
+END record, error: why), ``server_session_end`` (session, peer, connections, bytes,
+duration_s, rate_mbps), ``server_end`` (sessions, connections, bytes, interrupted: some
+connection was) and ``warning`` (role, message).
+
+Every field the parser reads is checked for its type: counts are whole numbers >= 0,
+times and rates finite numbers >= 0 (a rate may be None), flags true/false, texts
+strings; an interval ends at or after its start. Anything else is a :class:`ParseError`
+naming the line and the field, so no summary ever holds a negative, NaN or infinite rate
+or time. Records of other types are ignored.
 
 Table (one row per interval; empty when the run had no ``-i``):
 
@@ -46,15 +55,24 @@ Summary keys: role (``client``/``server``), connections, duration_s (client: sen
 server: longest connection), sender_bytes, receiver_bytes (the server's count, the
 truth), sender_mbps, receiver_mbps (receiver_bytes * 8 / server_duration_s / 1e6; for
 server output only when it holds a single session),
-server_duration_s, exact, interrupted, error (message or None). Client output adds
-server, port, parallel, time_s, amount_bytes_per_conn, version; server output adds
-sessions. Values the output does not contain are None.
+server_duration_s, exact, interrupted, complete, error (message or None). ``complete``
+is True only for a run whose every transfer ended as planned, with no error (client: the
+``end`` record says not interrupted, exact, no error; server: at least one connection,
+none interrupted); an incomplete run always has an ``error`` (the tool's, or
+:data:`INCOMPLETE`), and a probe refuses it. Client output adds server, port, parallel,
+time_s, amount_bytes_per_conn, version; server output adds sessions. Values the output
+does not contain are None.
+
+A client's output without its ``end`` record (and without an ``error`` record) is the
+output of a client that was killed: its summary is incomplete with :data:`KILLED` as the
+error, and keeps the interval rows it printed.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Optional
+import math
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from labtools.errors import ParseError
 from labtools.tools.parsers.base import Parsed
@@ -66,21 +84,105 @@ COLUMNS = ["session", "conn", "side", "start_s", "end_s", "bytes", "rate_mbps"]
 DTYPES = {"session": "object", "conn": "int64", "side": "object", "start_s": "float64",
           "end_s": "float64", "bytes": "int64", "rate_mbps": "float64"}
 
-#: record type -> keys it must carry
-REQUIRED: Dict[str, tuple] = {
-    "start": ("role", "version", "session", "server", "port", "parallel", "time_s",
-              "amount_bytes_per_conn", "interval_s"),
-    "interval": ("side", "conn", "start_s", "end_s", "bytes", "rate_mbps"),
-    "conn_end": ("conn", "bytes_sent", "server_bytes", "duration_s", "error"),
-    "end": ("connections", "bytes_sent", "server_bytes", "duration_s", "server_duration_s",
-            "sender_mbps", "receiver_mbps", "exact", "interrupted", "error"),
-    "error": ("message",),
-    "server_interval": ("session", "conn", "start_s", "end_s", "bytes", "rate_mbps"),
-    "server_conn_end": ("session", "conn", "bytes", "duration_s", "interrupted", "error"),
-    "server_end": ("sessions", "connections", "bytes", "interrupted"),
-}
+#: the summary's ``error`` of an incomplete run for which the tool printed no reason
+INCOMPLETE = "the transfer was interrupted before its planned end"
+#: the summary's ``error`` of a client output without its ``end`` record
+KILLED = ("the client's output stops before its 'end' record (the client was killed, "
+          "or its output was cut)")
+#: largest count (a table's int64 column holds it)
+MAX_COUNT = 2 ** 63 - 1
+#: connection numbers are 1..5 (simpleperf's -P)
+MAX_CONN = 5
 
 Record = Dict[str, Any]
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+#: kind of field -> (check, what it must be)
+KINDS: Dict[str, Tuple[Callable[[Any], bool], str]] = {
+    "count": (lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_COUNT,
+              "a whole number >= 0"),
+    "conn": (lambda v: isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_CONN,
+             f"a connection number 1..{MAX_CONN}"),
+    "port": (lambda v: isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 65535,
+             "a port 1..65535"),
+    "seconds": (lambda v: _number(v) and v >= 0, "a finite number of seconds >= 0"),
+    "seconds?": (lambda v: v is None or (_number(v) and v >= 0),
+                 "null or a finite number of seconds >= 0"),
+    "rate": (lambda v: v is None or (_number(v) and v >= 0),
+             "null or a finite rate >= 0"),
+    "count?": (lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)
+                                       and 0 <= v <= MAX_COUNT),
+               "null or a whole number >= 0"),
+    "text": (lambda v: isinstance(v, str), "text"),
+    "text?": (lambda v: v is None or isinstance(v, str), "null or text"),
+    "flag": (lambda v: isinstance(v, bool), "true or false"),
+    "side": (lambda v: v in ("sender", "receiver"), "'sender' or 'receiver'"),
+}
+
+#: record type -> {key: kind}; every key is required, except those in OPTIONAL
+SCHEMA: Dict[str, Dict[str, str]] = {
+    "start": {"role": "text", "version": "text", "session": "text", "server": "text",
+              "port": "port", "parallel": "conn", "time_s": "seconds?",
+              "amount_bytes_per_conn": "count?", "interval_s": "seconds"},
+    "interval": {"side": "side", "conn": "conn", "start_s": "seconds", "end_s": "seconds",
+                 "bytes": "count", "rate_mbps": "rate"},
+    "conn_end": {"conn": "conn", "bytes_sent": "count", "server_bytes": "count?",
+                 "duration_s": "seconds", "error": "text?", "server_duration_s": "seconds?",
+                 "sender_mbps": "rate", "receiver_mbps": "rate"},
+    "end": {"connections": "count", "bytes_sent": "count", "server_bytes": "count?",
+            "duration_s": "seconds", "server_duration_s": "seconds?", "sender_mbps": "rate",
+            "receiver_mbps": "rate", "exact": "flag", "interrupted": "flag",
+            "error": "text?"},
+    "error": {"message": "text", "role": "text"},
+    "server_interval": {"session": "text", "conn": "conn", "start_s": "seconds",
+                        "end_s": "seconds", "bytes": "count", "rate_mbps": "rate"},
+    "server_conn_end": {"session": "text", "conn": "conn", "bytes": "count",
+                        "duration_s": "seconds", "interrupted": "flag", "error": "text?",
+                        "rate_mbps": "rate"},
+    "server_end": {"sessions": "count", "connections": "count", "bytes": "count",
+                   "interrupted": "flag"},
+}
+#: record type -> keys that may be missing (checked when present)
+OPTIONAL: Dict[str, Tuple[str, ...]] = {
+    "conn_end": ("server_duration_s", "sender_mbps", "receiver_mbps"),
+    "error": ("role",),
+    "server_conn_end": ("rate_mbps",),
+}
+#: record type -> keys it must carry (what earlier versions of this module checked)
+REQUIRED: Dict[str, Tuple[str, ...]] = {
+    kind: tuple(k for k in keys if k not in OPTIONAL.get(kind, ())) for kind, keys in SCHEMA.items()
+}
+
+
+def _check(record: Record, number: int) -> None:
+    kind = record["type"]
+    schema = SCHEMA.get(kind)
+    if schema is None:
+        return
+    missing = [k for k in REQUIRED[kind] if k not in record]
+    if missing:
+        raise ParseError(TOOL, f"line {number} ({kind}) lacks {', '.join(missing)}")
+    for key, field_kind in schema.items():
+        check, what = KINDS[field_kind]
+        if key in record and not check(record[key]):
+            raise ParseError(TOOL, f"line {number} ({kind}): {key} must be {what}, "
+                                   f"not {json.dumps(record[key])[:40]}")
+    if "start_s" in schema and record["end_s"] < record["start_s"]:
+        raise ParseError(TOOL, f"line {number} ({kind}): the interval ends before it starts")
+
+
+def _decode(line: str, number: int) -> Any:
+    try:
+        return json.loads(line)
+    except RecursionError:
+        raise ParseError(TOOL, f"line {number} is nested too deeply") from None
+    except ValueError as err:  # JSONDecodeError, or a number with too many digits
+        reason = err.msg if isinstance(err, json.JSONDecodeError) else str(err)
+        raise ParseError(TOOL, f"line {number} is not valid JSON ({reason})") from None
 
 
 def _records(text: str) -> List[Record]:
@@ -89,15 +191,13 @@ def _records(text: str) -> List[Record]:
         line = line.strip()
         if not line.startswith("{"):
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise ParseError(TOOL, f"line {number} is not valid JSON ({err.msg})") from None
+        record = _decode(line, number)
         if not isinstance(record, dict) or "type" not in record:
             raise ParseError(TOOL, f"line {number} is not a record with a 'type'")
-        missing = [k for k in REQUIRED.get(record["type"], ()) if k not in record]
-        if missing:
-            raise ParseError(TOOL, f"line {number} ({record['type']}) lacks {', '.join(missing)}")
+        if not isinstance(record["type"], str):
+            raise ParseError(TOOL, f"line {number}: 'type' must be text, "
+                                   f"not {json.dumps(record['type'])[:40]}")
+        _check(record, number)
         records.append(record)
     return records
 
@@ -110,15 +210,13 @@ def _client(records: List[Record], text: str) -> Parsed:
     start = _first(records, "start")
     end = _first(records, "end")
     failure = _first(records, "error")
-    if end is None and failure is None:
-        raise ParseError(TOOL, "no 'end' record: the client did not finish")
     session = start["session"] if start is not None else ""
     rows = [dict(r, session=session) for r in records if r["type"] == "interval"]
     summary: Dict[str, Any] = {
         "role": "client", "connections": None, "duration_s": None, "sender_bytes": None,
         "receiver_bytes": None, "sender_mbps": None, "receiver_mbps": None,
-        "server_duration_s": None, "exact": None, "interrupted": False,
-        "error": failure["message"] if failure is not None else None,
+        "server_duration_s": None, "exact": None, "interrupted": True, "complete": False,
+        "error": failure["message"] if failure is not None else KILLED if end is None else None,
         "server": None, "port": None, "parallel": None, "time_s": None,
         "amount_bytes_per_conn": None, "version": None,
     }
@@ -134,6 +232,10 @@ def _client(records: List[Record], text: str) -> Parsed:
             "interrupted": end["interrupted"],
             "error": end["error"] if end["error"] is not None else summary["error"],
         })
+        summary["complete"] = (not end["interrupted"] and end["exact"]
+                               and summary["error"] is None)
+    if not summary["complete"] and summary["error"] is None:
+        summary["error"] = INCOMPLETE
     return Parsed(tool=TOOL, rows=Rows.of(COLUMNS, DTYPES, rows), summary=summary, raw=text)
 
 
@@ -145,19 +247,22 @@ def _server(records: List[Record], text: str) -> Parsed:
         raise ParseError(TOOL, "no 'server_conn_end' record: no connection finished")
     rows = [dict(r, side="receiver") for r in records if r["type"] == "server_interval"]
     sessions = {r["session"] for r in ends}
-    received = sum(int(r["bytes"]) for r in ends)
+    received = sum(r["bytes"] for r in ends)
     longest = max((float(r["duration_s"]) for r in ends), default=None)
     errors = [r["error"] for r in ends if r["error"]]
+    interrupted = any(r["interrupted"] for r in ends) or bool(stop and stop["interrupted"])
     rate = None
     if len(sessions) == 1 and longest:
         rate = round(received * 8 / longest / 1e6, 3)
+    error = failure["message"] if failure is not None else (errors[0] if errors else None)
+    complete = bool(ends) and not interrupted and error is None
+    if not complete and error is None:
+        error = INCOMPLETE if ends else "no transfer reached the server"
     summary = {
         "role": "server", "sessions": len(sessions), "connections": len(ends),
         "duration_s": longest, "sender_bytes": None, "receiver_bytes": received,
         "sender_mbps": None, "receiver_mbps": rate, "server_duration_s": longest,
-        "exact": None,
-        "interrupted": bool(stop["interrupted"]) if stop is not None else False,
-        "error": failure["message"] if failure is not None else (errors[0] if errors else None),
+        "exact": None, "interrupted": interrupted, "complete": complete, "error": error,
     }
     return Parsed(tool=TOOL, rows=Rows.of(COLUMNS, DTYPES, rows), summary=summary, raw=text)
 
@@ -166,8 +271,8 @@ def parse(text: str) -> Parsed:
     """Parse the ``--json`` lines of one simpleperf client or server run.
 
     Raises:
-        ParseError: no simpleperf records, a malformed line, a record missing a key, or a
-            client run without its ``end`` record (and no ``error`` record).
+        ParseError: no simpleperf records, a malformed line, a record missing a key or
+            holding a value of the wrong type or range.
     """
     records = _records(text)
     if not records:
