@@ -46,3 +46,73 @@ def test_they_also_build_as_mininet_topos_for_mn_custom():
         module = _import_file(topologies_dir() / f"{name}.py")
         mn_topo = module.topos[name](**params)
         assert len(mn_topo.hosts()) == 20
+
+
+def _one_segment(hosts: int, per_switch: int = 100):
+    """``hosts`` hosts under leaf switches of ``per_switch`` each, joined by one root switch:
+    one segment, addresses given in 10.0.0.0/8."""
+    from labtools.model.topology import HOST, SWITCH, Link, Node, Topology
+
+    leaves = -(-hosts // per_switch)
+    nodes = [Node("s0", SWITCH)] + [Node(f"s{j}", SWITCH) for j in range(1, leaves + 1)]
+    nodes += [Node(f"h{i}", HOST) for i in range(1, hosts + 1)]
+    links = [Link(f"s{j}", "s0") for j in range(1, leaves + 1)]
+    links += [Link(f"h{i}", f"s{1 + (i - 1) // per_switch}",
+                   addrs={f"h{i}": f"10.{i >> 16}.{i >> 8 & 255}.{i & 255}/8"})
+              for i in range(1, hosts + 1)]
+    return Topology("big", tuple(nodes), tuple(links))
+
+
+def test_the_largest_topology_routes_in_memory_linear_in_its_size():
+    """10,000 nodes on one segment (9900 hosts): routing kept every host's list of every
+    other member (98 million pairs; 4000 hosts took 1.1 GB and 17 s under tracemalloc),
+    now it holds only the routers' lists: 12.5 MiB here."""
+    import tracemalloc
+
+    from labtools.model import limits
+
+    topo = _one_segment(9900)
+    assert len(topo.nodes) == limits.MAX_NODES
+    tracemalloc.start()
+    try:
+        routing = compute_routing(topo)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(routing.addressing.interfaces) == 9900
+    assert peak < 64 * 2**20, f"peak {peak / 2**20:.0f} MiB"
+    (hop,) = find_route_hops(topo, "h1", "h9900")
+    assert hop.nodes == ("h1", "s1", "s0", "s99", "h9900")
+
+
+def test_one_node_more_than_the_largest_is_refused_at_once(tmp_path):
+    import json
+    import time
+
+    from labtools.model.catalog import to_dict
+
+    data = to_dict(_one_segment(9900))
+    data["nodes"].append({"name": "h10001"})
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(data))
+    began = time.monotonic()
+    with pytest.raises(TopologyError, match="has 10001 nodes: the kit takes at most 10000"):
+        load_topology(str(path))
+    assert time.monotonic() - began < 5  # before: 10,000 hosts took 46 s and 7.9 GB
+
+
+def test_a_switch_takes_at_most_what_a_linux_bridge_does():
+    with pytest.raises(TopologyError, match="switch 's1' has more than 1023 links"):
+        _one_segment(1023, per_switch=1023)  # and the link to s0
+    assert len(_one_segment(1022, per_switch=1022).switches) == 2
+
+
+def test_at_most_256_subnets():
+    from labtools.model.topology import HOST, ROUTER, Link, Node, Topology
+
+    nodes = [Node(f"r{i}", ROUTER) for i in range(1, 258)] + [Node("h1", HOST)]
+    links = [Link(f"r{i}", f"r{i + 1}", addrs={f"r{i}": f"10.1.{i}.1/30",
+                                               f"r{i + 1}": f"10.1.{i}.2/30"})
+             for i in range(1, 256)] + [Link("h1", "r1"), Link("r256", "r257")]
+    with pytest.raises(TopologyError, match="has 257 subnets .* at most 256"):
+        compute_routing(Topology("many", tuple(nodes), tuple(links)))

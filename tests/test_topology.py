@@ -56,7 +56,7 @@ def test_mininet_params_are_converted_in_one_place():
     ({"bw_mbps": 1500}, "more than Mininet's TCLink shapes (1000 Mbit/s)"),
     ({"bw_mbps": 1000.5}, "it would run the link unshaped"),
     ({"delay_ms": 0.0004}, "below what tc can express"),
-    ({"queue_pkts": 0}, "queue_pkts=0 must be an integer >= 1"),
+    ({"queue_pkts": 0}, "queue_pkts=0 must be an integer within 1..100000"),
 ])
 def test_values_mininet_cannot_apply_are_refused(fields, words):
     """Mininet's TCLink ignores a rate above 1000 Mbit/s (the link runs unshaped while the

@@ -46,11 +46,12 @@ def topology(bw_mbps: float = 10, delay_ms: float = 10, pairs: int = 2,
         nodes += [Node(f"a{i}", HOST), Node(f"b{i}", HOST)]
         links += [Link(f"a{i}", "s1"), Link(f"b{i}", "s2")]
     params = {"bw_mbps": bw_mbps, "delay_ms": delay_ms, "pairs": pairs, "queue_pkts": queue_pkts}
-    if variant is not None and variant != "":
-        spread = around(bw_mbps, delay_ms)
-        links = list(draw_links("dumbbell", str(variant), links, {"B": spread} if spread else {}))
-        params["variant"] = str(variant)
-    return Topology("dumbbell", tuple(nodes), tuple(links), params)
+    reference = Topology("dumbbell", tuple(nodes), tuple(links), params)  # checks the values
+    if variant is None or variant == "":
+        return reference
+    spread = around(bw_mbps, delay_ms)
+    drawn = draw_links("dumbbell", str(variant), links, {"B": spread} if spread else {})
+    return Topology("dumbbell", tuple(nodes), drawn, {**params, "variant": str(variant)})
 
 
 def _mininet_topo(*args: object, switch: str = "lxbr", **kwargs: object) -> object:

@@ -41,12 +41,13 @@ def topology(n: int = 7, bw_mbps: float = 10, delay_ms: float = 1,
                           queue_pkts=queue_pkts, name=f"L{i}"))
     links.append(Link(f"r{n}", "h2"))
     params = {"n": n, "bw_mbps": bw_mbps, "delay_ms": delay_ms, "queue_pkts": queue_pkts}
-    if variant is not None and variant != "":
-        spread = around(bw_mbps, delay_ms)
-        ranges = {f"L{i}": spread for i in range(1, n) if spread is not None}
-        links = list(draw_links("line", str(variant), links, ranges))
-        params["variant"] = str(variant)
-    return Topology("line", tuple(nodes), tuple(links), params)
+    reference = Topology("line", tuple(nodes), tuple(links), params)  # checks the values
+    if variant is None or variant == "":
+        return reference
+    spread = around(bw_mbps, delay_ms)
+    ranges = {f"L{i}": spread for i in range(1, n) if spread is not None}
+    drawn = draw_links("line", str(variant), links, ranges)
+    return Topology("line", tuple(nodes), drawn, {**params, "variant": str(variant)})
 
 
 def _mininet_topo(*args: object, switch: str = "lxbr", **kwargs: object) -> object:

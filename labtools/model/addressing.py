@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import Dict, List, Optional, Set, Tuple
 
 from labtools.errors import TopologyError
+from labtools.model.limits import MAX_SUBNETS
 from labtools.model.topology import SWITCH, Link, Topology
 
 
@@ -89,49 +90,80 @@ def _group_links(topo: Topology) -> List[List[Link]]:
                     parent[find(index)] = find(by_switch[end])
                 else:
                     by_switch[end] = index
-    groups: Dict[int, List[Link]] = {}
+    groups: Dict[int, List[Link]] = {}  # in order of their first link
     for index, link in enumerate(topo.links):
         groups.setdefault(find(index), []).append(link)
-    return sorted(groups.values(), key=lambda links: topo.links.index(links[0]))
+    return list(groups.values())
 
 
-def _segment_network(links: List[Link],
-                     used: Set[ipaddress.IPv4Network]) -> ipaddress.IPv4Network:
+#: where the kit's own subnets are drawn from: 10.0.K.0/24 for K = 0..255
+_AUTO_RANGE = ipaddress.IPv4Network("10.0.0.0/16")
+
+
+def _given_network(links: List[Link]) -> Optional[ipaddress.IPv4Network]:
+    """The subnet of the addresses given on a segment's links (None if none are)."""
     given = {ipaddress.IPv4Interface(t).network for lk in links for t in lk.addrs.values()}
     if len(given) > 1:
-        labels = ", ".join(lk.label for lk in links)
+        labels = ", ".join(lk.label for lk in links[:20])
         raise TopologyError(f"links {labels} form one segment but their addresses are in "
-                            f"different subnets: {', '.join(sorted(map(str, given)))}")
-    if given:
-        return given.pop()
-    for k in range(256):
-        candidate = ipaddress.IPv4Network(f"10.0.{k}.0/24")
-        if not any(candidate.overlaps(net) for net in used):
-            return candidate
-    raise TopologyError("more than 256 segments: give addresses explicitly")
+                            f"different subnets: {', '.join(sorted(map(str, given))[:5])}")
+    return given.pop() if given else None
+
+
+def _check_no_overlap(nets: List[Optional[ipaddress.IPv4Network]],
+                      groups: List[List[Link]]) -> None:
+    """Two segments with given addresses must not share a subnet (routes would clash)."""
+    spans = sorted((int(net.network_address), int(net.broadcast_address), index)
+                   for index, net in enumerate(nets) if net is not None)
+    for (_, end, first), (start, _, second) in zip(spans, spans[1:]):
+        if start <= end:
+            raise TopologyError(f"links {groups[first][0].label} and {groups[second][0].label} are "
+                                f"in different segments but their subnets {nets[first]} and "
+                                f"{nets[second]} overlap")
+
+
+def _auto_networks(nets: List[Optional[ipaddress.IPv4Network]]) -> List[ipaddress.IPv4Network]:
+    """Each segment's subnet: the given one, else the next free 10.0.K.0/24."""
+    blocked: Set[int] = set()
+    for net in nets:
+        if net is not None and net.overlaps(_AUTO_RANGE):  # the K values it covers
+            low = max(int(net.network_address), int(_AUTO_RANGE.network_address))
+            high = min(int(net.broadcast_address), int(_AUTO_RANGE.broadcast_address))
+            blocked.update(range(low >> 8 & 0xFF, (high >> 8 & 0xFF) + 1))
+    free = (k for k in range(256) if k not in blocked)
+    out = []
+    for net in nets:
+        if net is None:
+            k = next(free, None)
+            if k is None:
+                raise TopologyError("no free subnet 10.0.K.0/24 is left for a segment without "
+                                    "addresses: give its addresses explicitly")
+            net = ipaddress.IPv4Network(f"10.0.{k}.0/24")
+        out.append(net)
+    return out
 
 
 def assign_addresses(topo: Topology) -> Addressing:
     """Segments and interface addresses of ``topo`` (deterministic)."""
     kinds = {n.name: n.kind for n in topo.nodes}
     groups = _group_links(topo)
-    used: Set[ipaddress.IPv4Network] = set()
-    nets = []
-    for links in groups:  # explicit networks first, so auto ones avoid them
-        given = [lk for lk in links if lk.addrs]
-        nets.append(_segment_network(links, used) if given else None)
-        if nets[-1] is not None:
-            used.add(nets[-1])
+    if len(groups) > MAX_SUBNETS:
+        raise TopologyError(f"topology {topo.name!r} has {len(groups)} subnets (direct links and "
+                            f"LANs): the kit takes at most {MAX_SUBNETS}, as every node holds a "
+                            "route to each of them")
+    given = [_given_network(links) for links in groups]  # auto subnets avoid these
+    _check_no_overlap(given, groups)
+    nets = _auto_networks(given)
     segments: List[Segment] = []
     interfaces: List[Interface] = []
     for index, links in enumerate(groups):
-        network = nets[index] or _segment_network(links, used)
-        used.add(network)
+        network = nets[index]
         ends = [(lk, end) for lk in links for end in (lk.a, lk.b) if kinds[end] != SWITCH]
         members = tuple(dict.fromkeys(end for _, end in ends))
         taken = {str(ipaddress.ip_interface(lk.addrs[e]).ip) for lk, e in ends if e in lk.addrs}
         free = (str(ip) for ip in network.hosts() if str(ip) not in taken)
-        ordered = sorted(ends, key=lambda le: (kinds[le[1]] != "router", ends.index(le)))
+        ordered = [le for le in ends if kinds[le[1]] == "router"] + \
+            [le for le in ends if kinds[le[1]] != "router"]
         chosen: Dict[Tuple[int, str], str] = {}
         for lk, end in ordered:
             if end in lk.addrs:

@@ -81,6 +81,7 @@ class Routing:
         """The layer-3 hops from ``src`` to the address ``target``, following the tables."""
         hops: List[Hop] = []
         here, seen = src, {src}
+        routers = _routers(self.topo)
         while True:
             on_target = self.addressing.on_segment(here, target.segment)
             if on_target is not None:
@@ -88,7 +89,7 @@ class Routing:
                     hops.append(self._hop(here, target.node, target.segment))
                 return hops
             step = self.next_hop[target.segment].get(here)
-            if step is None or (hops and here not in _routers(self.topo)):
+            if step is None or (hops and here not in routers):
                 raise NoRouteError(f"no route from {src!r} to {target.node!r} ({target.ip})")
             neighbour, shared = step
             if neighbour in seen:  # pragma: no cover - trees have no loops
@@ -109,21 +110,23 @@ def _routers(topo: Topology) -> set:
 def _l2_path(links: Tuple[Link, ...], a: str, b: str,
              topo: Topology) -> Tuple[Tuple[Link, ...], Tuple[str, ...]]:
     """Links from ``a`` to ``b`` inside one segment (through switches, BFS by name)."""
-    switches = set(topo.switches)
+    adjacent: Dict[str, List[Link]] = {}
+    for link in links:
+        adjacent.setdefault(link.a, []).append(link)
+        adjacent.setdefault(link.b, []).append(link)
     prev: Dict[str, Tuple[str, Link]] = {}
     frontier, seen = [a], {a}
     while frontier and b not in seen:
         nxt = []
         for node in sorted(frontier):
-            if node != a and node not in switches:
+            if node != a and topo.node(node).kind != SWITCH:
                 continue
-            for link in links:
-                if node in (link.a, link.b):
-                    other = link.other(node)
-                    if other not in seen:
-                        seen.add(other)
-                        prev[other] = (node, link)
-                        nxt.append(other)
+            for link in adjacent.get(node, ()):
+                other = link.other(node)
+                if other not in seen:
+                    seen.add(other)
+                    prev[other] = (node, link)
+                    nxt.append(other)
         frontier = nxt
     if b not in seen:  # pragma: no cover - members of one segment are connected
         raise NoRouteError(f"{a!r} and {b!r} are not connected within their segment")
@@ -136,14 +139,17 @@ def _l2_path(links: Tuple[Link, ...], a: str, b: str,
     return tuple(reversed(path_links)), tuple(reversed(nodes))
 
 
-def _neighbours(addressing: Addressing) -> Dict[str, List[Tuple[str, int]]]:
-    """Addressed node -> [(neighbour, shared segment)], sorted by name then segment."""
+def _neighbours(addressing: Addressing, forwarders: set) -> Dict[str, List[Tuple[str, int]]]:
+    """Forwarding node -> [(neighbour, shared segment)], sorted by name then segment.
+
+    Only forwarders lead anywhere, so only theirs are listed: a segment of M members and R
+    routers costs R x M entries, not M x M (4000 hosts on one switch: 16 million)."""
     out: Dict[str, List[Tuple[str, int]]] = {}
     for seg in addressing.segments:
         for node in seg.members:
-            for other in seg.members:
-                if other != node:
-                    out.setdefault(node, []).append((other, seg.index))
+            if node in forwarders:
+                out.setdefault(node, []).extend(
+                    (other, seg.index) for other in seg.members if other != node)
     return {node: sorted(pairs) for node, pairs in out.items()}
 
 
@@ -175,7 +181,7 @@ def compute_routing(topo: Topology) -> Routing:
     cannot reach each other."""
     addressing = assign_addresses(topo)
     forwarders = {n.name for n in topo.nodes if n.kind == ROUTER}
-    neighbours = _neighbours(addressing)
+    neighbours = _neighbours(addressing, forwarders)
     tables = tuple(
         _tree_towards(seg.index, addressing, forwarders, neighbours)
         for seg in addressing.segments

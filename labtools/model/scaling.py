@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import Optional, Union
 
 from labtools.errors import TopologyError
+from labtools.model.limits import MIN_RATE_MBPS
 from labtools.model.topology import Topology
 
 #: the parameter of a topology spec that scales the rates
@@ -47,6 +48,11 @@ def scale_rates(topo: Topology, factor: float) -> Topology:
         return topo
     links = tuple(replace(lk, bw_mbps=None if lk.bw_mbps is None else round(lk.bw_mbps * value, 6))
                   for lk in topo.links)
+    for before, after in zip(topo.links, links):
+        if after.bw_mbps is not None and after.bw_mbps < MIN_RATE_MBPS:
+            raise TopologyError(f"{PARAMETER}={value:g} would slow link {before.label} from "
+                                f"{before.bw_mbps:g} to {after.bw_mbps:g} Mbit/s, below the "
+                                f"{MIN_RATE_MBPS:g} Mbit/s the kit shapes")
     return Topology(topo.name, topo.nodes, links, {**dict(topo.params), PARAMETER: value})
 
 

@@ -7,27 +7,32 @@ Units are in the field names: ``bw_mbps`` is Mbit/s (10^6 bit/s), ``delay_ms`` i
 one-way delay in milliseconds applied in *each* direction (as Mininet's ``TCLink`` does, so
 a link adds ``2 * delay_ms`` to a round trip), ``loss_pct`` is a percentage 0..100 per
 direction, ``queue_pkts`` is the queue limit in packets.
+
+A topology is checked when it is made (:func:`validate`): names, types, the bounds of
+:mod:`labtools.model.limits` (what the lab can apply as given), no loop of switches.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from labtools.errors import TopologyError, UnknownNodeError
+from labtools.model import limits
+from labtools.model.limits import TC_MIN_DELAY_MS, TCLINK_MAX_MBPS, name_of, show
+
+__all__ = ["HOST", "ROUTER", "SWITCH", "NODE_KINDS", "Node", "Link", "Topology", "validate",
+           "mininet_link_params", "TCLINK_MAX_MBPS", "TC_MIN_DELAY_MS"]
 
 HOST, ROUTER, SWITCH = "host", "router", "switch"
 NODE_KINDS = (HOST, ROUTER, SWITCH)
 
 # Names become interface names (``h1-eth0``, at most 15 characters) and reach shells.
-_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,9}$")
-
-#: Mininet's TCLink refuses rates above this (Mbit/s) and then leaves the link unshaped
-TCLINK_MAX_MBPS = 1000.0
-#: tc expresses delays in whole microseconds: a smaller delay would become none (ms)
-TC_MIN_DELAY_MS = 0.001
+_NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,9}")
+# Link names are labels in the kit's output (``L1``): one short word.
+_LINK_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:+-]{0,31}")
 
 
 @dataclass(frozen=True)
@@ -110,18 +115,41 @@ class Topology:
     params: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        for what in ("nodes", "links"):  # lists from a user's topology() are welcome too
+            value = getattr(self, what)
+            if not isinstance(value, (tuple, list)):
+                raise TopologyError(f"topology {what} must be a list, not {_type_name(value)}")
+            object.__setattr__(self, what, tuple(value))
         validate(self)
 
-    # --- look-ups -------------------------------------------------------------------
+    # --- look-ups (indexed once: a topology may have thousands of nodes) ---------------
+    @cached_property
+    def _by_name(self) -> Dict[str, Node]:
+        return {n.name: n for n in self.nodes}
+
+    @cached_property
+    def _links_by_node(self) -> Dict[str, List[Link]]:
+        index: Dict[str, List[Link]] = {n.name: [] for n in self.nodes}
+        for link in self.links:
+            index[link.a].append(link)
+            index[link.b].append(link)
+        return index
+
+    @cached_property
+    def _port_numbers(self) -> Dict[Tuple[int, str], int]:
+        """(id(link), node) -> the link's position among the node's links."""
+        return {(id(link), name): port for name, links in self._links_by_node.items()
+                for port, link in enumerate(links)}
+
     def node(self, name: str) -> Node:
         """The node called ``name``; :class:`UnknownNodeError` if there is none."""
-        for n in self.nodes:
-            if n.name == name:
-                return n
+        found = self._by_name.get(name) if isinstance(name, str) else None
+        if found is not None:
+            return found
+        shown = ", ".join(n.name for n in self.nodes[:30])
+        more = f" and {len(self.nodes) - 30} more" if len(self.nodes) > 30 else ""
         raise UnknownNodeError(
-            f"unknown node {name!r} in topology {self.name!r} "
-            f"(nodes: {', '.join(n.name for n in self.nodes)})"
-        )
+            f"unknown node {show(name)} in topology {self.name!r} (nodes: {shown}{more})")
 
     def names(self, kind: Optional[str] = None) -> List[str]:
         """Node names in definition order, optionally only of one kind."""
@@ -144,7 +172,7 @@ class Topology:
 
     def links_of(self, name: str) -> List[Link]:
         """The links attached to node ``name``, in definition order."""
-        return [link for link in self.links if name in (link.a, link.b)]
+        return list(self._links_by_node.get(name, ()))
 
     def link(self, label: str) -> Link:
         """The link with this name (``L1``) or ``a-b`` label."""
@@ -164,7 +192,9 @@ class Topology:
 
     def interface_name(self, link: Link, node: str) -> str:
         """Mininet's interface name for ``node`` on ``link`` (``h1-eth0``...)."""
-        index = [id(lk) for lk in self.links_of(node)].index(id(link))
+        index = self._port_numbers.get((id(link), node))
+        if index is None:
+            raise UnknownNodeError(f"link {link.label} is not a link of {node!r}")
         return f"{node}-eth{index}"
 
     def iter_endpoints(self) -> Iterator[Tuple[Link, str]]:
@@ -177,57 +207,67 @@ class Topology:
 def validate(topo: Topology) -> None:
     """Check a topology before anything runs; raise :class:`TopologyError` naming the
     offending element. Connectivity between hosts is checked by ``labtools.model.routing``."""
+    _validate_header(topo)
     seen: Dict[str, Node] = {}
     for node in topo.nodes:
-        if node.kind not in NODE_KINDS:
+        if not isinstance(node, Node):
+            raise TopologyError(f"topology nodes must be Node objects, not {_type_name(node)}")
+        if not isinstance(node.name, str) or not _NAME_RE.fullmatch(node.name):
             raise TopologyError(
-                f"node {node.name!r}: kind {node.kind!r} is not one of {', '.join(NODE_KINDS)}"
-            )
-        if not isinstance(node.name, str) or not _NAME_RE.match(node.name):
-            raise TopologyError(
-                f"node name {node.name!r} is invalid: use a letter then up to 9 letters, "
+                f"node name {show(node.name)} is invalid: use a letter then up to 9 letters, "
                 "digits or _"
             )
+        if not isinstance(node.kind, str) or node.kind not in NODE_KINDS:
+            raise TopologyError(f"node {node.name!r}: kind {show(node.kind)} is not one of "
+                                f"{', '.join(NODE_KINDS)}")
         if node.name in seen:
             raise TopologyError(f"duplicate node name {node.name!r}")
         seen[node.name] = node
     labels: Dict[str, Link] = {}
     for link in topo.links:
+        if not isinstance(link, Link):
+            raise TopologyError(f"topology links must be Link objects, not {_type_name(link)}")
         _validate_link(link, seen)
         if link.name and link.name in labels:
             raise TopologyError(f"duplicate link name {link.name!r}")
         labels[link.name] = link
+    limits.check_switches(topo.links, {name: node.kind for name, node in seen.items()},
+                          {name: i for i, name in enumerate(seen)})
     _validate_addresses(topo)
 
 
+def _validate_header(topo: Topology) -> None:
+    """The topology's name, parameters and size."""
+    if not isinstance(topo.name, str) or not 0 < len(topo.name) <= 64 \
+            or not topo.name.isprintable():
+        raise TopologyError(f"topology name {show(topo.name)} must be text on one line, "
+                            "1 to 64 characters")
+    if not isinstance(topo.params, Mapping):
+        raise TopologyError(f"topology {topo.name!r}: params must be a mapping (a JSON object), "
+                            f"not {_type_name(topo.params)}")
+    limits.check_size(topo.name, len(topo.nodes), len(topo.links))
+
+
 def _validate_link(link: Link, nodes: Mapping[str, Node]) -> None:
-    where = f"link {link.label}"
+    ends = f"{name_of(link.a)}-{name_of(link.b)}"
     for end in (link.a, link.b):
+        if not isinstance(end, str):
+            raise TopologyError(f"link {ends}: endpoints must be node names, not {show(end)}")
         if end not in nodes:
-            raise UnknownNodeError(f"{where}: unknown node {end!r}")
+            raise UnknownNodeError(f"link {ends}: unknown node {show(end)}")
+    if not isinstance(link.name, str) or (link.name and not _LINK_NAME_RE.fullmatch(link.name)):
+        raise TopologyError(f"link {ends}: name {show(link.name)} is invalid: use up to 32 "
+                            "letters, digits or _.:+- (e.g. L1)")
+    where = f"link {link.label}"
     if link.a == link.b:
         raise TopologyError(f"{where}: joins {link.a!r} to itself")
-    if link.bw_mbps is not None and not _positive_number(link.bw_mbps):
-        raise TopologyError(f"{where}: rate bw_mbps={link.bw_mbps!r} must be a number > 0")
-    if link.bw_mbps is not None and link.bw_mbps > TCLINK_MAX_MBPS:
-        raise TopologyError(f"{where}: bw_mbps={link.bw_mbps:g} is more than Mininet's TCLink "
-                            f"shapes ({TCLINK_MAX_MBPS:g} Mbit/s): it would run the link "
-                            "unshaped")
-    if not _number(link.delay_ms) or link.delay_ms < 0:
-        raise TopologyError(f"{where}: delay_ms={link.delay_ms!r} must be a number >= 0")
-    if 0 < link.delay_ms < TC_MIN_DELAY_MS:
-        raise TopologyError(f"{where}: delay_ms={link.delay_ms:g} is below what tc can express "
-                            f"({TC_MIN_DELAY_MS:g} ms = 1 µs): it would be no delay at all")
-    if not _number(link.loss_pct) or not 0 <= link.loss_pct <= 100:
-        raise TopologyError(f"{where}: loss_pct={link.loss_pct!r} must be within 0..100")
-    if link.queue_pkts is not None and (
-        not isinstance(link.queue_pkts, int) or isinstance(link.queue_pkts, bool)
-        or link.queue_pkts < 1
-    ):
-        raise TopologyError(f"{where}: queue_pkts={link.queue_pkts!r} must be an integer >= 1")
+    limits.check_shaping(link, where)
+    if not isinstance(link.addrs, Mapping):
+        raise TopologyError(f"{where}: addrs must map node names to addresses, not "
+                            f"{_type_name(link.addrs)}")
     for owner in link.addrs:
         if owner not in (link.a, link.b):
-            raise TopologyError(f"{where}: address given for {owner!r}, not an endpoint")
+            raise TopologyError(f"{where}: address given for {show(owner)}, not an endpoint")
         if not nodes[owner].has_ip:
             raise TopologyError(f"{where}: switch {owner!r} cannot have an address")
 
@@ -236,28 +276,14 @@ def _validate_addresses(topo: Topology) -> None:
     used: Dict[str, str] = {}
     for link in topo.links:
         for owner, text in link.addrs.items():
-            try:
-                iface = ipaddress.ip_interface(text)
-            except ValueError as err:
-                raise TopologyError(
-                    f"link {link.label}: bad address {text!r} for {owner}: {err}") from None
-            if iface.version != 4 or iface.network.prefixlen > 30:
-                raise TopologyError(
-                    f"link {link.label}: address {text!r} must be IPv4 with a prefix of /30 "
-                    "or wider"
-                )
-            ip = str(iface.ip)
+            ip = limits.check_address(text, owner, link.label)
             if ip in used:
                 raise TopologyError(f"address {ip} is used by {used[ip]} and {owner}")
             used[ip] = owner
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
-
-
-def _positive_number(value: Any) -> bool:
-    return _number(value) and value > 0 and value != float("inf")
+def _type_name(value: Any) -> str:
+    return type(value).__name__
 
 
 def mininet_link_params(link: Link) -> Dict[str, Any]:
