@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -324,7 +325,7 @@ def test_a_version_1_file_is_upgraded_in_place(tmp_path):
     con = sqlite3.connect(path)
     con.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
     con.execute("INSERT INTO schema_version VALUES (1)")
-    con.execute(importlib.import_module("labtools.results.store")._RUNS_V1)
+    con.execute(importlib.import_module("labtools.results.schema").RUNS_V1)
     con.execute("CREATE TABLE samples (run_id INTEGER NOT NULL, row INTEGER NOT NULL, "
                 "values_json TEXT NOT NULL, PRIMARY KEY (run_id, row))")
     con.execute(
@@ -344,3 +345,162 @@ def test_a_version_1_file_is_upgraded_in_place(tmp_path):
     con.close()
     assert store.groups() == []
     assert store.save(RunRecord(tool="ping", session_id="s", step=1)) == 2
+
+
+# --- a bad row is named; reading never writes -------------------------------------------
+def _saved_store(tmp_path) -> Path:
+    """A store holding real iperf3 runs (tests/fixtures/iperf3), saved by the kit."""
+    from labtools.tools.parsers import iperf3
+
+    store = ResultStore(tmp_path / "r.sqlite")
+    for name in ("tcp_p1", "udp_p1", "tcp_p3"):
+        parsed = iperf3.parse((FIXTURES / "iperf3" / f"{name}.json").read_text())
+        store.save(RunRecord.from_parsed(parsed, src="h1", dst="h4", case="path",
+                                         verdicts=[{"metric": "receiver_mbps", "verdict": "ok"}]))
+    return store.path
+
+
+def _sha(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+BAD_ROWS = [
+    ("UPDATE runs SET summary_json = '{not json' WHERE id = 2", "runs row 2: summary_json is not valid JSON"),
+    ("UPDATE runs SET summary_json = '[1, 2]' WHERE id = 2", "runs row 2: summary_json is a list, not an object"),
+    ("UPDATE runs SET summary_json = 'null' WHERE id = 2", "runs row 2: summary_json is null"),
+    ("UPDATE runs SET started_at = 'yesterday' WHERE id = 3", "runs row 3: started_at is 'yesterday'"),
+    ("UPDATE runs SET finished_at = '2026-13-45T99:00' WHERE id = 1", "runs row 1: finished_at is"),
+    ("UPDATE runs SET verdicts_json = '[{' WHERE id = 2", "runs row 2: verdicts_json is not valid JSON"),
+    ("""UPDATE runs SET verdicts_json = '[{"verdict": "great"}]' WHERE id = 2""",
+     "runs row 2: verdicts_json[0]: verdict 'great' is none of ok"),
+    ("""UPDATE runs SET verdicts_json = '["ok"]' WHERE id = 2""", "verdicts_json[0] is a text"),
+    ("UPDATE runs SET schema_version = 'x' WHERE id = 3", "runs row 3: schema_version 'x'"),
+    ("UPDATE schema_version SET version = 'two'", "schema_version row 1: version 'two' is not a whole"),
+    ("DELETE FROM schema_version", "schema_version has no row"),
+]
+
+
+@pytest.mark.parametrize("sql, message", BAD_ROWS, ids=[b[1][:40] for b in BAD_ROWS])
+def test_a_bad_row_is_a_store_error_naming_the_row(tmp_path, sql, message):
+    path = _saved_store(tmp_path)
+    con = sqlite3.connect(path)
+    con.execute(sql)
+    con.commit()
+    con.close()
+    before = _sha(path)
+    with pytest.raises(StoreError, match=re.escape(message)):
+        ResultStore(path, create=False).runs()
+    if sql.startswith(("UPDATE runs SET summary", "UPDATE runs SET verdicts_json = '[{'",
+                       "UPDATE schema_version")):  # the command's way, for a few
+        done = run_cli(["results", "--db", str(path)])
+        assert done.returncode == 2 and message in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    assert _sha(path) == before  # reading wrote nothing
+
+
+@pytest.mark.parametrize("sql, message", [
+    ("UPDATE runs SET table_json = 'nope' WHERE id = 2", "runs row 2: table_json is not valid JSON"),
+    ("UPDATE samples SET values_json = '[1,' WHERE run_id = 2 AND row = 0",
+     "samples row (2, 0): values_json is not valid JSON"),
+    ("UPDATE samples SET values_json = '[1]' WHERE run_id = 2 AND row = 0",
+     "runs row 2: sample row 0 is not a list of 14 values"),
+    ("""UPDATE samples SET values_json = '["client", "sender", "one", 5, 0, 1, 1, 1, 0,
+        null, null, null, false, "forward"]' WHERE run_id = 2 AND row = 0""",
+     "runs row 2: column stream does not hold int64 values"),
+])
+def test_a_bad_sample_row_is_named_on_export(tmp_path, sql, message):
+    path = _saved_store(tmp_path)
+    con = sqlite3.connect(path)
+    con.execute(sql)
+    con.commit()
+    con.close()
+    with pytest.raises(StoreError, match=re.escape(message)):
+        ResultStore(path, create=False).samples(2)
+    with pytest.raises(StoreError, match=re.escape(message)):
+        ResultStore(path, create=False).export_csv(tmp_path / "csv")
+
+
+@pytest.mark.parametrize("content", [b"", b"this is not a database\n" * 100])
+def test_reading_an_empty_or_foreign_file_leaves_it_as_it_was(tmp_path, content):
+    path = tmp_path / "r.sqlite"
+    path.write_bytes(content)
+    with pytest.raises(StoreError, match="not a (labtools|usable) results store"):
+        ResultStore(path, create=False)
+    done = run_cli(["results", "--db", str(path)])
+    assert done.returncode == 2 and "results store" in done.stderr
+    assert path.read_bytes() == content  # a 0-byte file used to get the kit's schema
+
+
+def test_another_programs_database_is_not_taken_over(tmp_path):
+    path = tmp_path / "other.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE runs (id INTEGER PRIMARY KEY, name TEXT)")
+    con.commit()
+    con.close()
+    before = _sha(path)
+    for create in (False, True):
+        with pytest.raises(StoreError, match="not a labtools results store"):
+            ResultStore(path, create=create)
+    assert _sha(path) == before
+
+
+def _version_1_file(path: Path) -> Path:
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+    con.execute("INSERT INTO schema_version VALUES (1)")
+    con.execute(importlib.import_module("labtools.results.schema").RUNS_V1)
+    con.execute("CREATE TABLE samples (run_id INTEGER NOT NULL, row INTEGER NOT NULL, "
+                "values_json TEXT NOT NULL, PRIMARY KEY (run_id, row))")
+    con.execute(
+        "INSERT INTO runs (schema_version, started_at, finished_at, params_json, tool, "
+        "command_json, command, kernel, emulation, host, python, labtools_version, status, "
+        "summary_json, raw_output, verdicts_json, table_json, n_samples) VALUES (1, "
+        "'2026-11-01T10:00:00+00:00', '2026-11-01T10:00:05+00:00', '{}', 'ping', '[]', '', "
+        "'6.1.0', 'vm', 'h', '3.11', '0.1.0', 'ok', '{\"min_ms\": 61.2}', 'PING', '[]', '[]', 0)")
+    con.commit()
+    con.close()
+    return path
+
+
+@pytest.mark.parametrize("writable", [True, False], ids=["writable", "read-only medium"])
+def test_an_old_store_is_listed_without_being_upgraded(tmp_path, monkeypatch, writable):
+    path = _version_1_file(tmp_path / "v1.sqlite")
+    before = _sha(path)
+    if not writable:  # as on a read-only mount: the store opens the file with mode=ro
+        real_access = os.access
+        monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if mode == os.W_OK
+                            else real_access(p, mode, **kw))
+    store = ResultStore(path, create=False)
+    runs = store.runs()
+    assert list(runs["id"]) == [1] and runs.iloc[0]["summary.min_ms"] == 61.2
+    assert runs.iloc[0]["session_id"] == "" and store.groups() == []
+    assert store.get(1).summary == {"min_ms": 61.2}
+    assert _sha(path) == before
+    if writable:  # the first save upgrades it
+        assert store.save(RunRecord(tool="ping", session_id="s")) == 2
+        con = sqlite3.connect(path)
+        assert con.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
+        con.close()
+
+
+def test_results_lists_an_old_store_on_a_read_only_mount(tmp_path):
+    """For real: a read-only bind mount in a mount namespace of its own (root only)."""
+    import shutil
+
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("needs root and unshare for a read-only mount")
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    path = _version_1_file(folder / "v1.sqlite")
+    before = _sha(path)
+    script = (f"mount --bind -o ro {folder} {folder} && "
+              f"{sys.executable} -m labtools.cli results --db {path} --json")
+    done = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True,
+                          text=True, cwd=str(ROOT), timeout=120)
+    if "mount" in done.stderr and done.returncode != 0 and "results" not in done.stderr:
+        pytest.skip(f"no read-only mount here: {done.stderr.strip()}")
+    assert done.returncode == 0, done.stderr
+    assert [r["headline"] for r in json.loads(done.stdout)] == [61.2]
+    assert _sha(path) == before

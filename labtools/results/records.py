@@ -12,14 +12,16 @@ import json
 import math
 import os
 import platform
+import shlex
 import socket
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
 
 from labtools import __version__
-from labtools.errors import InputError
+from labtools.errors import InputError, StoreError
 from labtools.model.catalog import to_dict
+from labtools.results.schema import SCHEMA_VERSION
 from labtools.tools.rows import Rows
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -204,11 +206,103 @@ def table_values(table: Union[Rows, "pd.DataFrame", None]) -> List[str]:
             for row in table.itertuples(index=False, name=None)]
 
 
-def rebuild_table(schema: List[List[str]], rows: List[List[Any]]) -> pd.DataFrame:
-    """A table from its ``[[column, dtype], ...]`` schema and its JSON rows."""
+def decode_json(text: Any, where: str, kind: type = dict, empty: Any = None) -> Any:
+    """A JSON column's value: ``kind`` (dict or list), or ``empty`` for NULL/"".
+
+    Args:
+        where: the row and column, for the error (``runs row 3: summary_json``).
+
+    Raises:
+        StoreError: not JSON, or JSON of another kind.
+    """
+    if text is None or text == "":
+        return empty
+    if not isinstance(text, str):
+        raise StoreError(f"{where} is {type(text).__name__} {text!r}, not JSON text")
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError) as err:
+        raise StoreError(f"{where} is not valid JSON ({err})") from None
+    if not isinstance(value, kind):
+        raise StoreError(f"{where} is {_json_kind(value)}, not "
+                         f"{'an object' if kind is dict else 'a list'}")
+    return value
+
+
+def _json_kind(value: Any) -> str:
+    kinds = {dict: "an object", list: "a list", str: "a text", bool: "true/false",
+             int: "a number", float: "a number", type(None): "null"}
+    return kinds.get(type(value), type(value).__name__)
+
+
+def decode_time(text: Any, where: str) -> datetime:
+    """A saved ISO 8601 time as an aware UTC datetime (a time without zone is UTC).
+
+    Raises:
+        StoreError: not an ISO 8601 time.
+    """
+    try:
+        value = datetime.fromisoformat(text)
+    except (TypeError, ValueError):
+        raise StoreError(f"{where} is {text!r}, not an ISO 8601 time") from None
+    if value.tzinfo is None:
+        return value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc)
+
+
+def decode_verdicts(text: Any, where: str) -> List[Dict[str, Any]]:
+    """Saved verdict rows: a JSON list of objects, each with a known ``verdict``.
+
+    Raises:
+        StoreError: not such a list.
+    """
+    from labtools.judge.policy import VERDICT_ORDER
+
+    rows = decode_json(text, where, list, [])
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise StoreError(f"{where}[{i}] is {_json_kind(row)}, not a verdict row (an object)")
+        if row.get("verdict") not in VERDICT_ORDER:
+            raise StoreError(f"{where}[{i}]: verdict {row.get('verdict')!r} is none of "
+                             f"{', '.join(VERDICT_ORDER)}")
+    return rows
+
+
+def check_run_row(row: Dict[str, Any], where: str) -> Dict[str, Any]:
+    """Check a ``runs`` row as the store shows it (its times made ISO 8601 UTC in place);
+    return its summary.
+
+    Raises:
+        StoreError: a schema version, time, verdict or summary the kit does not save.
+    """
+    version = row.get("schema_version")
+    if type(version) is not int or not 1 <= version <= SCHEMA_VERSION:
+        raise StoreError(f"{where}: schema_version {version!r} is not a version "
+                         f"labtools {SCHEMA_VERSION} reads")
+    for column in ("started_at", "finished_at"):
+        row[column] = decode_time(row[column], f"{where}: {column}").isoformat()
+    decode_verdicts(row.get("verdicts_json"), f"{where}: verdicts_json")
+    summary: Dict[str, Any] = decode_json(row.get("summary_json"), f"{where}: summary_json")
+    return summary
+
+
+def rebuild_table(schema: Any, rows: List[Any]) -> pd.DataFrame:
+    """A table from its ``[[column, dtype], ...]`` schema and its rows (JSON lists).
+
+    Raises:
+        StoreError: a malformed schema, a row of another length, or values that do not
+            fit their column's dtype.
+    """
     import pandas as pd
 
+    if not isinstance(schema, list) or not all(
+            isinstance(c, list) and len(c) == 2 and all(isinstance(x, str) for x in c)
+            for c in schema):
+        raise StoreError("table_json is not a list of [column, dtype]")
     names = [name for name, _ in schema]
+    for i, row in enumerate(rows):
+        if not isinstance(row, list) or len(row) != len(names):
+            raise StoreError(f"sample row {i} is not a list of {len(names)} values")
     frame = pd.DataFrame(rows, columns=names) if rows else pd.DataFrame(
         {name: pd.Series(dtype=object) for name in names})
     for name, dtype in schema:
@@ -229,5 +323,43 @@ def _cast(column: pd.Series, dtype: str) -> pd.Series:
         if dtype.startswith("int") and column.isna().any():
             return column.astype("Int64")
         return column.astype(dtype)
-    except (TypeError, ValueError):
-        return column
+    except (TypeError, ValueError, OverflowError) as err:
+        raise StoreError(f"column {column.name} does not hold {dtype} values "
+                         f"({str(err).splitlines()[0][:80]})") from None
+
+
+def run_row(record: RunRecord) -> Dict[str, Any]:
+    """The ``runs`` row of a record; checks the fields and fills in the environment."""
+    if not record.tool:
+        raise InputError("a run record needs a tool name")
+    if record.status not in ("ok", "error"):
+        raise InputError(f"run status must be 'ok' or 'error', not {record.status!r}")
+    env = environment_metadata()
+    emulation = record.emulation or env["emulation"]
+    if emulation not in ("native", "vm"):
+        raise InputError(f"emulation must be 'native' or 'vm', not {emulation!r}")
+    argv = shlex.split(record.command) if isinstance(record.command, str) else [
+        str(a) for a in record.command]
+    found = record.verdicts
+    if hasattr(found, "to_json"):  # a DataFrame of verdicts
+        found = json.loads(found.to_json(orient="records"))
+    return {
+        "schema_version": SCHEMA_VERSION, "started_at": iso_time(record.started_at),
+        "finished_at": iso_time(record.finished_at or utc_now()), "topology": record.topology,
+        "topology_json": dumps(record.topology_dict) if record.topology_dict else None,
+        "params_json": dumps(record.params or {}), "src": record.src, "dst": record.dst,
+        "tool": record.tool, "tool_version": record.tool_version,
+        "command_json": json.dumps(argv), "command": shlex.join(argv),
+        "kernel": record.kernel or env["kernel"], "emulation": emulation,
+        "host": record.host or env["host"], "python": record.python or env["python"],
+        "labtools_version": record.labtools_version or env["labtools_version"],
+        "case": record.case, "label": record.label, "status": record.status,
+        "error": record.error, "summary_json": dumps(record.summary or {}),
+        "raw_output": record.raw_output or "", "verdicts_json": dumps(found or []),
+        "table_json": json.dumps(table_schema(record.table)),
+        "n_samples": 0 if record.table is None else len(record.table),
+        "session_id": record.session_id, "step": record.step,
+        "call_json": None if record.call is None else dumps(record.call),
+        "group_id": record.group_id,
+        "context_json": None if record.context is None else dumps(record.context),
+    }

@@ -7,8 +7,13 @@ the commit reached the disk, so a crashed kernel, a ``kill -9`` or a Ctrl-C lose
 the measurement still in flight, never a finished one, and never leaves half a run. Several
 processes may write to the same file at once.
 
-Schema (version 2; version 1 files are upgraded in place when opened, a newer version is
-refused with :class:`StoreError`):
+Schema (version 2; a version 1 file is upgraded in place by the first command that writes
+to it, and read as it is by one that only reads; a newer version is refused with
+:class:`StoreError`). A store opened with ``create=False`` is only read until something is
+saved to it: listing it never writes to the file. A row that does not hold what the kit
+saved (text that is not JSON where JSON goes, a time that is not ISO 8601, a verdict the
+kit does not give, a version that is not a whole number) is a :class:`StoreError` naming
+the table and the row (``runs row 3: summary_json is not valid JSON``):
 
 ``schema_version(version INTEGER)`` — one row.
 
@@ -41,8 +46,7 @@ network by :meth:`ResultStore.measurement` and :meth:`ResultStore.group`.
 
 from __future__ import annotations
 
-import json
-import shlex
+import os
 import sqlite3
 from dataclasses import fields
 from pathlib import Path
@@ -52,74 +56,46 @@ from labtools.errors import InputError, StoreError
 from labtools.results.rebuild import rebuild_group, rebuild_measurement
 from labtools.results.records import (
     RunRecord,
+    check_run_row,
+    decode_json,
+    decode_time,
+    decode_verdicts,
     dumps,
     environment_metadata,
     iso_time,
     rebuild_table,
-    table_schema,
+    run_row,
     table_values,
     utc_now,
+)
+from labtools.results.schema import (
+    GROUP_COLUMNS,
+    RUN_COLUMNS,
+    SCHEMA_VERSION,
+    check_readable,
+    create_or_upgrade,
+    current_views,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-SCHEMA_VERSION = 2
+__all__ = ["SCHEMA_VERSION", "DEFAULT_PATH", "FILTERS", "ResultStore", "RunRecord",
+           "environment_metadata", "store_file"]
+
 DEFAULT_PATH = Path("results") / "labtools.sqlite"
 BUSY_TIMEOUT_S = 30.0
 #: columns of ``runs`` that :meth:`ResultStore.runs` accepts as filters
 FILTERS = ("id", "topology", "src", "dst", "tool", "case", "label", "status", "emulation",
            "kernel", "host", "session_id", "group_id")
 
-_RUNS_V1 = """CREATE TABLE IF NOT EXISTS runs (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, schema_version INTEGER NOT NULL,
-    started_at TEXT NOT NULL, finished_at TEXT NOT NULL,
-    topology TEXT NOT NULL DEFAULT '', topology_json TEXT, params_json TEXT NOT NULL,
-    src TEXT NOT NULL DEFAULT '', dst TEXT NOT NULL DEFAULT '',
-    tool TEXT NOT NULL, tool_version TEXT NOT NULL DEFAULT '',
-    command_json TEXT NOT NULL, command TEXT NOT NULL,
-    kernel TEXT NOT NULL, emulation TEXT NOT NULL CHECK (emulation IN ('native', 'vm')),
-    host TEXT NOT NULL, python TEXT NOT NULL, labtools_version TEXT NOT NULL,
-    "case" TEXT NOT NULL DEFAULT '', label TEXT NOT NULL DEFAULT '',
-    status TEXT NOT NULL CHECK (status IN ('ok', 'error')), error TEXT,
-    summary_json TEXT NOT NULL, raw_output TEXT NOT NULL, verdicts_json TEXT NOT NULL,
-    table_json TEXT NOT NULL, n_samples INTEGER NOT NULL)"""
-#: version 2 columns of ``runs`` (added to a version 1 file by ALTER TABLE)
-_RUNS_V2_COLUMNS = [
-    ("session_id", "TEXT NOT NULL DEFAULT ''"), ("step", "INTEGER"), ("call_json", "TEXT"),
-    ("group_id", "TEXT"), ("context_json", "TEXT"),
-]
-_SCHEMA = [
-    "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
-    _RUNS_V1,
-    """CREATE TABLE IF NOT EXISTS samples (
-        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-        row INTEGER NOT NULL, values_json TEXT NOT NULL, PRIMARY KEY (run_id, row))""",
-    'CREATE INDEX IF NOT EXISTS runs_case_tool ON runs ("case", tool)',
-    """CREATE TABLE IF NOT EXISTS groups (
-        id TEXT PRIMARY KEY, schema_version INTEGER NOT NULL,
-        kind TEXT NOT NULL CHECK (kind IN ('flows', 'capacity')),
-        session_id TEXT NOT NULL DEFAULT '', step INTEGER, call_json TEXT,
-        "case" TEXT NOT NULL DEFAULT '', spec_json TEXT NOT NULL, summary_json TEXT NOT NULL,
-        verdicts_json TEXT NOT NULL, context_json TEXT, started_at TEXT NOT NULL,
-        finished_at TEXT NOT NULL)""",
-]
-
-_RUN_COLUMNS = (
-    "schema_version", "started_at", "finished_at", "topology", "topology_json",
-    "params_json", "src", "dst", "tool", "tool_version", "command_json", "command",
-    "kernel", "emulation", "host", "python", "labtools_version", "case", "label",
-    "status", "error", "summary_json", "raw_output", "verdicts_json", "table_json",
-    "n_samples", "session_id", "step", "call_json", "group_id", "context_json",
-)
-_GROUP_COLUMNS = ("id", "schema_version", "kind", "session_id", "step", "call_json", "case",
-                  "spec_json", "summary_json", "verdicts_json", "context_json", "started_at",
-                  "finished_at")
-
-#: RunRecord field -> the JSON column it is read back from
-_DECODED = {"topology_dict": "topology_json", "params": "params_json",
-            "command": "command_json", "summary": "summary_json", "verdicts": "verdicts_json",
-            "call": "call_json", "context": "context_json"}
+#: RunRecord field -> the JSON column it is read back from, and the JSON kind it holds
+_DECODED = {"topology_dict": ("topology_json", dict), "params": ("params_json", dict),
+            "command": ("command_json", list), "summary": ("summary_json", dict),
+            "call": ("call_json", dict), "context": ("context_json", dict)}
+#: JSON columns of ``groups`` and the kind each holds (verdicts_json: verdict rows)
+_GROUP_JSON = {"call_json": dict, "spec_json": dict, "summary_json": dict,
+               "context_json": dict}
 
 
 def store_file(path: Union[Path, str]) -> Path:
@@ -134,12 +110,16 @@ def store_file(path: Union[Path, str]) -> Path:
 class ResultStore:
     """A results file. Opening creates it (and its folder) unless ``create`` is False.
 
-    Every method opens its own short connection, so a store object can be kept across a
-    whole lab session (and across ``fork``) safely.
+    With ``create=False`` the file must exist and is only read (an older version is read
+    as it is, nothing is written) until a measurement is saved to it. Every method opens
+    its own short connection, so a store object can be kept across a whole lab session
+    (and across ``fork``) safely.
     """
 
     def __init__(self, path: Union[Path, str] = DEFAULT_PATH, create: bool = True) -> None:
         self.path = store_file(path)
+        self._version = SCHEMA_VERSION  # as reading sees it
+        self._written = False  # tables created or upgraded by this object
         if not self.path.exists():
             if not create:
                 raise StoreError(f"no results store at {self.path}")
@@ -148,41 +128,67 @@ class ResultStore:
             except OSError as err:
                 raise StoreError(f"cannot create the results store folder {self.path.parent}: "
                                  f"{err.strerror}") from None
-        self._init_schema()
+        if create:
+            self._init_schema()
+        else:
+            self._version = self._read_version()
 
     # --- connections ---------------------------------------------------------------
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, write: bool = False) -> sqlite3.Connection:
+        """A connection for writing, or for reading only: that one never changes the file
+        (opened read-only where the file cannot be written; an older file seen through
+        temporary views of the current version)."""
         try:
-            con = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
-            # A rollback journal, not WAL: WAL needs shared memory, which the VM's shared
-            # project folder (9p) lacks; with synchronous=FULL it is just as crash-safe.
-            con.execute("PRAGMA journal_mode=DELETE")
-            con.execute("PRAGMA synchronous=FULL")
-            con.execute("PRAGMA foreign_keys=ON")
+            if write:
+                con = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S,
+                                      isolation_level=None)
+                # A rollback journal, not WAL: WAL needs shared memory, which the VM's shared
+                # project folder (9p) lacks; with synchronous=FULL it is just as crash-safe.
+                con.execute("PRAGMA journal_mode=DELETE")
+                con.execute("PRAGMA synchronous=FULL")
+                con.execute("PRAGMA foreign_keys=ON")
+                return con
+            # rw where allowed: a reader then rolls back what a crashed writer left
+            mode = "rw" if os.access(self.path, os.W_OK) else "ro"
+            con = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode={mode}", uri=True,
+                                  timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            if self._version < SCHEMA_VERSION:
+                current_views(con)
         except sqlite3.Error as err:
             raise StoreError(f"cannot open results store {self.path}: {err}") from None
         return con
 
-    def _init_schema(self) -> None:
+    def _read_version(self) -> int:
         con = self._connect()
         try:
+            return check_readable(con, self.path)
+        except sqlite3.Error as err:
+            raise StoreError(f"{self.path} is not a usable results store: {err}") from None
+        finally:
+            con.close()
+
+    def _init_schema(self) -> None:
+        """Create the tables of a new file or upgrade an older one (a write)."""
+        con = self._connect(write=True)
+        try:
             con.execute("BEGIN IMMEDIATE")
-            for statement in _SCHEMA:
-                con.execute(statement)
-            found = con.execute("SELECT max(version) FROM schema_version").fetchone()[0]
-            if found is None:
-                con.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
-            if found is None or found < SCHEMA_VERSION:
-                _upgrade(con)
+            create_or_upgrade(con, self.path)
             con.execute("COMMIT")
         except sqlite3.Error as err:
             _rollback(con)
             raise StoreError(f"{self.path} is not a usable results store: {err}") from None
+        except StoreError:
+            _rollback(con)
+            raise
         finally:
             con.close()
-        if found is not None and found > SCHEMA_VERSION:
-            raise StoreError(f"{self.path} has schema version {found}; this labtools reads "
-                             f"up to {SCHEMA_VERSION}: upgrade labtools")
+        self._version, self._written = SCHEMA_VERSION, True
+
+    def _writer(self) -> sqlite3.Connection:
+        """A connection to write with; an older file is upgraded first."""
+        if not self._written:
+            self._init_schema()
+        return self._connect(write=True)
 
     # --- writing -------------------------------------------------------------------
     def save(self, record: RunRecord) -> int:
@@ -190,12 +196,12 @@ class ResultStore:
 
         When this returns, the run is on disk (a crash right after loses nothing).
         """
-        row = _run_row(record)
+        row = run_row(record)
         values = table_values(record.table)
-        con = self._connect()
+        con = self._writer()
         try:
             con.execute("BEGIN IMMEDIATE")
-            cursor = con.execute(_insert("runs", _RUN_COLUMNS), [row[c] for c in _RUN_COLUMNS])
+            cursor = con.execute(_insert("runs", RUN_COLUMNS), [row[c] for c in RUN_COLUMNS])
             run_id = int(cursor.lastrowid)  # type: ignore[arg-type]
             con.executemany("INSERT INTO samples (run_id, row, values_json) VALUES (?, ?, ?)",
                             ((run_id, i, v) for i, v in enumerate(values)))
@@ -225,10 +231,10 @@ class ResultStore:
                "context_json": None if context is None else dumps(context),
                "started_at": iso_time(started_at or utc_now()),
                "finished_at": iso_time(finished_at or utc_now())}
-        con = self._connect()
+        con = self._writer()
         try:
             con.execute("BEGIN IMMEDIATE")
-            con.execute(_insert("groups", _GROUP_COLUMNS), [row[c] for c in _GROUP_COLUMNS])
+            con.execute(_insert("groups", GROUP_COLUMNS), [row[c] for c in GROUP_COLUMNS])
             con.execute("COMMIT")
         except sqlite3.Error as err:
             _rollback(con)
@@ -255,14 +261,18 @@ class ResultStore:
 
         Filters are column=value (or a list of values), for the columns in
         :data:`FILTERS`: ``store.runs(case='udp', tool=['iperf', 'iperf3'])``.
+
+        Raises:
+            StoreError: a row whose summary, verdicts, times or schema version are not
+                what the kit saves (the error names the row).
         """
         import pandas as pd
 
         where, args = _where(filters)
-        rows = self.query(f"SELECT * FROM runs{where} ORDER BY id", args)
-        columns = ["id", *_RUN_COLUMNS]
-        frame = pd.DataFrame([tuple(r) for r in rows], columns=rows[0].keys() if rows else columns)
-        summaries = [json.loads(s) for s in frame["summary_json"]]
+        rows = [dict(r) for r in self.query(f"SELECT * FROM runs{where} ORDER BY id", args)]
+        summaries = [check_run_row(row, f"{self.path}: runs row {row['id']}") for row in rows]
+        columns = list(rows[0]) if rows else ["id", *RUN_COLUMNS]
+        frame = pd.DataFrame([[row[c] for c in columns] for row in rows], columns=columns)
         frame = frame.drop(columns=["summary_json", "table_json"])
         for column in ("started_at", "finished_at"):
             frame[column] = pd.to_datetime(frame[column], utc=True, format="ISO8601")
@@ -277,17 +287,35 @@ class ResultStore:
         allowed = ("id", "kind", "session_id", "case")
         where, args = _where(filters, allowed)
         rows = self.query(f"SELECT * FROM groups{where} ORDER BY started_at, id", args)
-        return [_decode_group(dict(r)) for r in rows]
+        return [self._decode_group(dict(r)) for r in rows]
+
+    def _decode_group(self, row: Dict[str, Any]) -> Dict[str, Any]:
+        where = f"{self.path}: groups row {row['id']!r}"
+        for column, kind in _GROUP_JSON.items():
+            row[column[: -len("_json")]] = decode_json(row.pop(column, None),
+                                                       f"{where}: {column}", kind)
+        row["verdicts"] = decode_verdicts(row.pop("verdicts_json", None),
+                                          f"{where}: verdicts_json")
+        for column in ("started_at", "finished_at"):
+            decode_time(row[column], f"{where}: {column}")
+        return row
 
     def samples(self, run_id: int) -> pd.DataFrame:
         """The table of run ``run_id`` with the columns and dtypes it was saved with."""
         head = self.query("SELECT table_json FROM runs WHERE id = ?", (int(run_id),))
         if not head:
             raise StoreError(f"no run {run_id} in {self.path}")
-        schema = json.loads(head[0]["table_json"])
-        rows = self.query("SELECT values_json FROM samples WHERE run_id = ? ORDER BY row",
+        where = f"{self.path}: runs row {int(run_id)}"
+        schema = decode_json(head[0]["table_json"], f"{where}: table_json", list, [])
+        rows = self.query("SELECT row, values_json FROM samples WHERE run_id = ? ORDER BY row",
                           (int(run_id),))
-        return rebuild_table(schema, [json.loads(r["values_json"]) for r in rows])
+        values = [decode_json(r["values_json"],
+                              f"{self.path}: samples row ({int(run_id)}, {r['row']}): values_json",
+                              list) for r in rows]
+        try:
+            return rebuild_table(schema, values)
+        except StoreError as err:
+            raise StoreError(f"{where}: {err}") from None
 
     def get(self, run_id: int) -> RunRecord:
         """The whole record of run ``run_id`` (table included)."""
@@ -295,10 +323,13 @@ class ResultStore:
         if not rows:
             raise StoreError(f"no run {run_id} in {self.path}")
         row = dict(rows[0])
+        check_run_row(dict(row), f"{self.path}: runs row {int(run_id)}")
+        where = f"{self.path}: runs row {int(run_id)}"
         known = {f.name for f in fields(RunRecord)}
         values = {k: v for k, v in row.items() if k in known}
-        for name, column in _DECODED.items():
-            values[name] = json.loads(row[column]) if row.get(column) else None
+        for name, (column, kind) in _DECODED.items():
+            values[name] = decode_json(row.get(column), f"{where}: {column}", kind)
+        values["verdicts"] = decode_verdicts(row.get("verdicts_json"), f"{where}: verdicts_json")
         values["params"] = values["params"] or {}
         values["command"] = values["command"] or []
         values["summary"] = values["summary"] or {}
@@ -345,15 +376,6 @@ class ResultStore:
         return paths
 
 
-def _upgrade(con: sqlite3.Connection) -> None:
-    """Bring a version 1 file to version 2 (new columns; the groups table already exists)."""
-    have = {r[1] for r in con.execute("PRAGMA table_info(runs)")}
-    for name, kind in _RUNS_V2_COLUMNS:
-        if name not in have:
-            con.execute(f'ALTER TABLE runs ADD COLUMN "{name}" {kind}')
-    con.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
-
-
 def _insert(table: str, columns: Sequence[str]) -> str:
     names = ", ".join(f'"{c}"' for c in columns)
     return f"INSERT INTO {table} ({names}) VALUES ({', '.join('?' for _ in columns)})"
@@ -376,46 +398,3 @@ def _where(filters: Dict[str, Any], allowed: Sequence[str] = FILTERS) -> Tuple[s
         clauses.append(f'"{key}" IN ({", ".join("?" for _ in values)})')
         args.extend(values)
     return (" WHERE " + " AND ".join(clauses) if clauses else ""), args
-
-
-def _decode_group(row: Dict[str, Any]) -> Dict[str, Any]:
-    for column in ("call_json", "spec_json", "summary_json", "verdicts_json", "context_json"):
-        row[column[: -len("_json")]] = json.loads(row.pop(column)) if row.get(column) else None
-    return row
-
-
-def _run_row(record: RunRecord) -> Dict[str, Any]:
-    """The ``runs`` row of a record; checks the fields and fills in the environment."""
-    if not record.tool:
-        raise InputError("a run record needs a tool name")
-    if record.status not in ("ok", "error"):
-        raise InputError(f"run status must be 'ok' or 'error', not {record.status!r}")
-    env = environment_metadata()
-    emulation = record.emulation or env["emulation"]
-    if emulation not in ("native", "vm"):
-        raise InputError(f"emulation must be 'native' or 'vm', not {emulation!r}")
-    argv = shlex.split(record.command) if isinstance(record.command, str) else [
-        str(a) for a in record.command]
-    found = record.verdicts
-    if hasattr(found, "to_json"):  # a DataFrame of verdicts
-        found = json.loads(found.to_json(orient="records"))
-    return {
-        "schema_version": SCHEMA_VERSION, "started_at": iso_time(record.started_at),
-        "finished_at": iso_time(record.finished_at or utc_now()), "topology": record.topology,
-        "topology_json": dumps(record.topology_dict) if record.topology_dict else None,
-        "params_json": dumps(record.params or {}), "src": record.src, "dst": record.dst,
-        "tool": record.tool, "tool_version": record.tool_version,
-        "command_json": json.dumps(argv), "command": shlex.join(argv),
-        "kernel": record.kernel or env["kernel"], "emulation": emulation,
-        "host": record.host or env["host"], "python": record.python or env["python"],
-        "labtools_version": record.labtools_version or env["labtools_version"],
-        "case": record.case, "label": record.label, "status": record.status,
-        "error": record.error, "summary_json": dumps(record.summary or {}),
-        "raw_output": record.raw_output or "", "verdicts_json": dumps(found or []),
-        "table_json": json.dumps(table_schema(record.table)),
-        "n_samples": 0 if record.table is None else len(record.table),
-        "session_id": record.session_id, "step": record.step,
-        "call_json": None if record.call is None else dumps(record.call),
-        "group_id": record.group_id,
-        "context_json": None if record.context is None else dumps(record.context),
-    }
