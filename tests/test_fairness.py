@@ -36,6 +36,18 @@ def test_parse_flows():
             parse_flows(bad)
 
 
+def test_parse_flows_refuses_what_it_cannot_read_in_one_line():
+    assert parse_flows("h1:h4x064") == [Flow("h1", "h4", 64)]
+    # a count of 5000 digits is more than Python reads as a number (it raised ValueError)
+    with pytest.raises(InputError, match=r"flow 'h1:h4x9999.*\.\.\.': parallel connections "
+                                         r"must be within 1\.\.64"):
+        parse_flows("h1:h4x" + "9" * 5000)
+    with pytest.raises(InputError, match="h1:h4x000"):
+        parse_flows("h1:h4x000")
+    with pytest.raises(InputError, match="flows must be text"):
+        parse_flows(None)  # type: ignore[arg-type]
+
+
 def test_unknown_host_in_flows(portfolio):
     with pytest.raises(UnknownNodeError):
         max_min_shares(portfolio, parse_flows("h1:h42"))

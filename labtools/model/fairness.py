@@ -19,8 +19,8 @@ from labtools.errors import InputError
 from labtools.model.expect import path
 from labtools.model.topology import Link, Topology
 
-_FLOW_RE = re.compile(r"^([A-Za-z][A-Za-z0-9_]*):([A-Za-z][A-Za-z0-9_]*)$")
-_CONNECTIONS_RE = re.compile(r"^(.+?)x(\d+)$")
+_FLOW_RE = re.compile(r"([A-Za-z][A-Za-z0-9_]*):([A-Za-z][A-Za-z0-9_]*)")
+_CONNECTIONS_RE = re.compile(r"(.+?)x([0-9]+)")
 MAX_CONNECTIONS = 64
 
 
@@ -60,18 +60,22 @@ def parse_flows(spec: str, topo: Optional[Topology] = None) -> List[Flow]:
 
     A destination whose whole name is a node of ``topo`` is taken as it is, so a host
     called ``hx2`` can be named (``h1:hx2``, or ``h1:hx2x3`` for three connections)."""
+    if not isinstance(spec, str):
+        raise InputError(f"flows must be text like h1:h4x2,h2:h5, not {type(spec).__name__}")
     flows = []
     names = set(topo.names()) if topo is not None else set()
     for part in (p.strip() for p in spec.split(",")):
-        match = _FLOW_RE.match(part)
+        shown = repr(part) if len(part) <= 40 else repr(part[:37] + "...")
+        match = _FLOW_RE.fullmatch(part)
         if not match:
-            raise InputError(f"bad flow {part!r}: write SRC:DST or SRC:DSTxN, e.g. h1:h4x2")
+            raise InputError(f"bad flow {shown}: write SRC:DST or SRC:DSTxN, e.g. h1:h4x2")
         src, dst, count = match.group(1), match.group(2), 1
-        counted = _CONNECTIONS_RE.match(dst)
+        counted = _CONNECTIONS_RE.fullmatch(dst)
         if counted and dst not in names:
-            dst, count = counted.group(1), int(counted.group(2))
+            digits = counted.group(2).lstrip("0") or "0"  # at most 3 digits: no huge int
+            dst, count = counted.group(1), int(digits) if len(digits) <= 3 else MAX_CONNECTIONS + 1
         if not 1 <= count <= MAX_CONNECTIONS:
-            raise InputError(f"flow {part!r}: parallel connections must be within "
+            raise InputError(f"flow {shown}: parallel connections must be within "
                              f"1..{MAX_CONNECTIONS}")
         flows.append(Flow(src, dst, count))
     if not flows:
