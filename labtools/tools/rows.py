@@ -6,9 +6,10 @@ are kept as :class:`Rows`. Measuring, judging and saving read them as they are;
 shows. pandas takes about 20 s to import under software emulation (the lab VM without
 KVM), so a lab run that only measures, judges and saves never loads it.
 
-Column types are pandas dtype names: ``int64``, ``float64``, ``bool``, ``object``, and
-:data:`TIME_DTYPE` for a point in time, kept in the rows as Unix seconds (a float; None or
-NaN when unknown). The store saves :meth:`Rows.schema` and :meth:`Rows.json_rows`, and
+Column types are pandas dtype names: ``int64``, ``Int64`` (integers, None where unknown),
+``float64``, ``bool``, ``object``, and :data:`TIME_DTYPE` for a point in time, kept in the
+rows as Unix seconds (a float; None or NaN when unknown). The store saves
+:meth:`Rows.schema` and :meth:`Rows.json_rows`, and
 :func:`labtools.results.records.rebuild_table` reads them back into the same DataFrame.
 """
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
 #: the dtype of a time column (values in the rows: Unix seconds)
 TIME_DTYPE = "datetime64[ns, UTC]"
 #: the dtypes a column may have
-DTYPES = ("int64", "float64", "bool", "object", TIME_DTYPE)
+DTYPES = ("int64", "Int64", "float64", "bool", "object", TIME_DTYPE)
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 Record = Dict[str, Any]
