@@ -2,16 +2,20 @@
 
 Each subcommand lives in its own module, which exposes ``add_parser(subparsers)``; that
 function registers the subcommand and sets ``handler`` (``args -> exit code``). The
-registry below lists them explicitly. User errors (:class:`LabtoolsError`) print one line
-on stderr and exit with status 2; Ctrl-C exits with 130.
+registry below lists them explicitly. User errors (:class:`LabtoolsError`, and arguments
+the parser refuses) print one line on stderr and exit with status 2; so does output that
+cannot be written (``> /dev/full``: "cannot write to standard output"). A reader that
+closes the pipe early (``| head``) ends the command quietly with status 0; Ctrl-C exits
+with 130.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
-from typing import List, Optional
+from typing import Any, List, NoReturn, Optional, TextIO
 
 from labtools import __version__
 from labtools.errors import LabtoolsError
@@ -29,9 +33,48 @@ COMMANDS = {
 }
 
 
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with the kit's one-line errors (the usage is one ``--help`` away)."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``PROG: error: MESSAGE (see PROG --help)`` and exit with status 2."""
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+class OutputFailed(Exception):
+    """Standard output could not be written: ``closed`` when the reader went away."""
+
+    def __init__(self, err: OSError) -> None:
+        self.closed = isinstance(err, BrokenPipeError)
+        super().__init__(err.strerror or str(err))
+
+
+class CheckedOutput:
+    """Standard output whose write errors are :class:`OutputFailed`, told apart from an
+    error of anything else the command does (it may write files and pipes of its own)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError as err:
+            raise OutputFailed(err) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as err:
+            raise OutputFailed(err) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every registered subcommand."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="labtools",
         description="Network measurement lab kit for Mininet: expected values, real "
         "measurements, parsers and verdicts.",
@@ -46,19 +89,53 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of ``labtools``; returns the exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    stdout = sys.stdout
+    sys.stdout = CheckedOutput(stdout)
     try:
-        return int(args.handler(args) or 0)
+        return _run(words)
+    except OutputFailed as err:
+        _discard_output(stdout)
+        if err.closed:
+            return 0
+        command = next((w for w in words if w in COMMANDS), "")
+        print(f"labtools{' ' + command if command else ''}: error: cannot write to standard "
+              f"output: {err}", file=sys.stderr)
+        return 2
+    finally:
+        sys.stdout = stdout
+
+
+def _run(argv: List[str]) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    finally:
+        sys.stdout.flush()  # --help and --version print, then exit
+    args.argv = argv
+    try:
+        status = int(args.handler(args) or 0)
+        sys.stdout.flush()
+        return status
     except LabtoolsError as err:
         print(f"labtools {args.command}: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"labtools {args.command}: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 0
+
+
+def _discard_output(stdout: TextIO) -> None:
+    """Send what is still buffered for standard output to /dev/null, so that the flush at
+    exit cannot fail again (Python would print 'Exception ignored' and exit with 120)."""
+    if stdout is not sys.__stdout__:
+        return
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass  # no file descriptor to replace: nothing will be flushed at exit
 
 
 if __name__ == "__main__":  # pragma: no cover

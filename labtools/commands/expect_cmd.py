@@ -18,6 +18,7 @@ import argparse
 import json
 from typing import Any, Dict, List, Tuple
 
+from labtools.commands import options
 from labtools.errors import InputError
 
 
@@ -27,14 +28,17 @@ def add_parser(sub: Any) -> None:
         "expect", help="expected RTT, bottleneck, goodput, BDP, or fair shares",
         description="Compute what a measurement should show, from the topology alone.",
     )
-    p.add_argument("topology", metavar="TOPOLOGY",
+    p.add_argument("topology", metavar="TOPOLOGY", type=options.text,
                    help="a name from topologies/ (e.g. portfolio, dumbbell,pairs=3) or a file")
-    p.add_argument("src", nargs="?", metavar="SRC", help="source host or router")
-    p.add_argument("dst", nargs="?", metavar="DST", help="destination host or router")
-    p.add_argument("--flows", metavar="SPEC",
+    p.add_argument("src", nargs="?", metavar="SRC", type=options.text,
+                   help="source host or router")
+    p.add_argument("dst", nargs="?", metavar="DST", type=options.text,
+                   help="destination host or router")
+    p.add_argument("--flows", metavar="SPEC", type=options.text,
                    help="concurrent flows SRC:DST[xN],... (N parallel connections)")
-    p.add_argument("--frame-bytes", type=int, metavar="N",
-                   help="also give the RTT with the transmission time of N-byte frames")
+    p.add_argument("--frame-bytes", type=options.frame_bytes, metavar="N",
+                   help="with SRC DST: also give the RTT with the transmission time of "
+                   f"N-byte frames ({options.MIN_FRAME_BYTES}..{options.MAX_FRAME_BYTES})")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=run)
 
@@ -47,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("give either SRC DST or --flows, not both")
     if bool(args.src) != bool(args.dst):
         raise InputError("give both SRC and DST (or neither, for every test case)")
+    if args.frame_bytes is not None and not args.src:
+        raise InputError("--frame-bytes is for a pair: give SRC and DST")
     from labtools.model.scaling import rate_note, rate_scale
 
     topo = load_topology(args.topology)

@@ -12,7 +12,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from labtools.errors import LabtoolsError
+from labtools.commands import options
+from labtools.errors import InputError, LabtoolsError
+
+#: seconds per cell when neither the cell nor --timeout says otherwise
+DEFAULT_CELL_TIMEOUT_S = 900
 
 
 def add_parser(sub: Any) -> None:
@@ -21,12 +25,15 @@ def add_parser(sub: Any) -> None:
                        description="Generate student notebooks from solutions/, check them, "
                        "or run notebooks top to bottom.")
     p.add_argument("action", choices=("build", "check", "execute"))
-    p.add_argument("files", nargs="*", metavar="FILE", help="notebooks to execute "
-                   "(default: every solution)")
-    p.add_argument("--solutions", default="solutions", type=Path, help="default: solutions")
-    p.add_argument("--students", default="notebooks", type=Path, help="default: notebooks")
-    p.add_argument("--timeout", type=int, default=900,
-                   help="seconds per cell unless the cell declares its own (default 900)")
+    p.add_argument("files", nargs="*", metavar="FILE", type=options.path,
+                   help="execute: the notebooks to run (default: every solution)")
+    p.add_argument("--solutions", default=Path("solutions"), type=options.path,
+                   help="default: solutions")
+    p.add_argument("--students", default=Path("notebooks"), type=options.path,
+                   help="default: notebooks")
+    p.add_argument("--timeout", type=options.whole_seconds, default=None,
+                   help="execute: seconds per cell unless the cell declares its own "
+                   f"(default {DEFAULT_CELL_TIMEOUT_S})")
     p.set_defaults(handler=run)
 
 
@@ -34,6 +41,8 @@ def run(args: argparse.Namespace) -> int:
     """Do the action; 0 when all is well."""
     from labtools.teach import notebooks
 
+    if args.action != "execute" and (args.files or args.timeout is not None):
+        raise InputError(f"FILE and --timeout are for execute, not {args.action}")
     if args.action == "build":
         changed = notebooks.build(args.solutions, args.students)
         print(f"{len(changed)} student notebook(s) updated" if changed else "all up to date")
@@ -63,7 +72,7 @@ def _execute(args: argparse.Namespace) -> int:
     for path in files:
         print(f"executing {path}...", file=sys.stderr, flush=True)
         try:
-            executed = notebooks.execute(path, timeout_s=args.timeout)
+            executed = notebooks.execute(path, timeout_s=args.timeout or DEFAULT_CELL_TIMEOUT_S)
         except LabtoolsError as err:
             failed += 1
             print(f"FAILED {err}", file=sys.stderr)

@@ -16,6 +16,8 @@ import json
 import math
 from typing import Any, Dict, List, Optional, Tuple
 
+from labtools.commands import options
+
 #: summary keys tried for the headline number, in order, with their unit
 HEADLINES = (("receiver_mbps", "Mbit/s"), ("min_ms", "ms"))
 
@@ -24,13 +26,14 @@ def add_parser(sub: Any) -> None:
     """Register ``labtools results``."""
     p = sub.add_parser("results", help="list saved measurements, export CSV",
                        description="List the measurements in the results store.")
-    p.add_argument("--db", metavar="PATH", default="results/labtools.sqlite",
+    p.add_argument("--db", metavar="PATH", default="results/labtools.sqlite", type=options.text,
                    help="the results store (default: results/labtools.sqlite)")
-    p.add_argument("--case", metavar="C", help="only this test case (udp, link, path, mux, "
-                   "parallel)")
-    p.add_argument("--tool", metavar="T", help="only this tool")
+    p.add_argument("--case", metavar="C", type=options.text,
+                   help="only this test case (udp, link, path, mux, parallel)")
+    p.add_argument("--tool", metavar="T", type=options.text, help="only this tool")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.add_argument("--csv", metavar="DIR", help="write runs.csv and samples.csv into DIR")
+    p.add_argument("--csv", metavar="DIR", type=options.text,
+                   help="write runs.csv and samples.csv into DIR")
     p.set_defaults(handler=run)
 
 

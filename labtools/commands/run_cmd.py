@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List
 
+from labtools.commands import options
+
 CASES = ("udp", "link", "path", "mux", "parallel", "all")
 
 
@@ -24,7 +26,7 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("run", help="run a test case on a real Mininet network",
                        description="Run udp, link, path, mux, parallel (or all) on a real "
                        "network built from TOPOLOGY; print expected vs measured with verdicts.")
-    p.add_argument("topology", metavar="TOPOLOGY",
+    p.add_argument("topology", metavar="TOPOLOGY", type=options.text,
                    help="e.g. portfolio, dumbbell,pairs=3, or a file")
     p.add_argument("case", choices=CASES, metavar="CASE", help=", ".join(CASES))
     p.add_argument("--duration", type=float, default=10, metavar="S",
@@ -32,6 +34,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--rate", type=float, metavar="MBPS",
                    help="UDP offered rate (default: the path's bottleneck)")
     p.add_argument("--results", default="results/labtools.sqlite", metavar="PATH",
+                   type=options.text,
                    help="results store (default results/labtools.sqlite)")
     p.add_argument("--switch", choices=("lxbr", "ovs"), default="lxbr",
                    help="switch kind (default: Linux bridge)")

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import List, Optional, Tuple
 
+from labtools.commands import options
 from labtools.errors import InputError
 
 
@@ -83,20 +84,24 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "loads sch_netem, sch_htb and openvswitch, runs CMD in the current directory and "
         "exits with CMD's status. KVM is used when a (cached) probe shows that it works, "
         "software emulation otherwise (boot about 13 s).")
-    p.add_argument("--timeout", type=float, default=None, metavar="S",
+    p.add_argument("--timeout", type=options.seconds, default=None, metavar="S",
                    help="stop the VM after S seconds, boot included (default: none)")
-    p.add_argument("--memory", default=None, help="guest memory, e.g. 2G (default 2G)")
-    p.add_argument("--cpus", type=int, default=None, help="guest CPUs (default up to 2)")
+    p.add_argument("--memory", default=None, type=options.text,
+                   help="guest memory, e.g. 2G (default 2G)")
+    p.add_argument("--cpus", type=options.count, default=None,
+                   help="guest CPUs (default up to 2)")
     kvm = p.add_mutually_exclusive_group()
     kvm.add_argument("--kvm", dest="kvm", action="store_const", const=1,
                      help="use KVM without probing")
     kvm.add_argument("--no-kvm", dest="kvm", action="store_const", const=0,
                      help="use software emulation")
-    p.add_argument("--rwdir", action="append", default=[], metavar="DIR",
+    p.add_argument("--rwdir", action="append", default=[], metavar="DIR", type=options.text,
                    help="another host folder the guest may write (repeatable)")
     p.add_argument("--forward", action="append", default=[], metavar="[HOSTPORT:]PORT",
+                   type=options.text,
                    help="forward 127.0.0.1:HOSTPORT on the host to PORT in the guest")
     p.add_argument("--env", action="append", default=[], metavar="NAME[=VALUE]",
+                   type=options.text,
                    help="export a variable in the guest (LABTOOLS_* are passed anyway)")
     p.add_argument("--if-needed", action="store_true",
                    help="run CMD directly when this machine runs real networks natively")
