@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Capture the parser test fixtures from REAL runs of ping (iputils), iperf3 and iperf 2.x.
+# Capture the parser test fixtures from REAL runs of ping (iputils, busybox), iperf3 and
+# iperf 2.x.
 #
 # Builds three network namespaces joined by veth pairs:
 #
@@ -25,6 +26,7 @@ QUEUE=${QUEUE:-50}
 P=ltfx                       # prefix of every namespace and interface made here
 CLI=$P-cli RTR=$P-rtr SRV=$P-srv
 SRV_IP=10.77.2.1 RTR_SRV_IP=10.77.2.254 NOHOST_IP=10.77.2.99
+LAN_NS="$P-lan $P-d0 $P-d1 $P-d2"   # the broadcast LAN of the ping part
 only=${1:-all}
 
 if [ "$(id -u)" != 0 ]; then echo "capture_fixtures: run as root" >&2; exit 1; fi
@@ -36,11 +38,12 @@ pids=()
 cleanup() {
     local p
     for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-    for ns in "$CLI" "$RTR" "$SRV"; do
+    for ns in "$CLI" "$RTR" "$SRV" $LAN_NS; do
         # anything still running inside our own namespaces was started by this script
         for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
         ip netns del "$ns" 2>/dev/null || true
     done
+    rm -rf "/etc/netns/$CLI"; rmdir /etc/netns 2>/dev/null || true   # the client's hosts file
 }
 trap cleanup EXIT INT TERM
 
@@ -102,17 +105,101 @@ start_server() {  # start_server CMD... (in srv, output discarded); sets $srv_pi
 stop_server() { kill -9 "$srv_pid" 2>/dev/null || true; sleep 0.2; }
 
 # ---------------------------------------------------------------------------- ping ---
+# ping reads every form a student brings (labtools/tools/parsers/ping.py), so the ping part
+# captures iputils and busybox in their common forms. Besides cli -- rtr -- srv it adds:
+#   - IPv6 on the same links: cli fd77:1::1, rtr fd77:1::fe | fd77:2::fe, srv fd77:2::1;
+#   - names for the client: /etc/netns/$CLI/hosts (ip netns exec mounts it over /etc/hosts):
+#     srv.lab (10.77.2.1), srv6.lab (fd77:2::1), dual.lab (both), localhost;
+#   - a LAN: d0, d1, d2 (10.78.0.1-3) on a bridge in namespace lan, all answering pings to
+#     the broadcast address, so one echo request gets three replies (duplicates).
+# iputils does not mark a duplicate (DUP!) when it pinged a broadcast address: the capture
+# shows it. Outputs of macOS and FreeBSD cannot be made here; their fixtures are published
+# captures (see each .meta).
+ping_net() {
+    ip -n "$CLI" addr add fd77:1::1/64 dev ${P}c0 nodad
+    ip -n "$RTR" addr add fd77:1::fe/64 dev ${P}r0 nodad
+    ip -n "$RTR" addr add fd77:2::fe/64 dev ${P}r1 nodad
+    ip -n "$SRV" addr add fd77:2::1/64 dev ${P}s0 nodad
+    ip -n "$CLI" -6 route add default via fd77:1::fe
+    ip -n "$SRV" -6 route add default via fd77:2::fe
+    ip netns exec "$RTR" sysctl -qw net.ipv6.conf.all.forwarding=1
+    # every ICMP error the router owes is sent (the default rate limit let none through for
+    # the time-to-live run right after the six unreachable errors)
+    ip netns exec "$RTR" sysctl -qw net.ipv4.icmp_ratelimit=0 net.ipv6.icmp.ratelimit=0
+    mkdir -p "/etc/netns/$CLI"
+    printf '%s\n' "127.0.0.1 localhost" "::1 localhost ip6-localhost" \
+        "$SRV_IP srv.lab dual.lab" "fd77:2::1 srv6.lab dual.lab" > "/etc/netns/$CLI/hosts"
+    ip netns add $P-lan
+    ip -n $P-lan link add ${P}br type bridge
+    ip -n $P-lan link set ${P}br up
+    local i
+    for i in 0 1 2; do
+        ip netns add $P-d$i
+        ip link add ${P}d$i type veth peer name ${P}l$i
+        ip link set ${P}d$i netns $P-d$i; ip link set ${P}l$i netns $P-lan
+        ip -n $P-lan link set ${P}l$i master ${P}br up
+        ip -n $P-d$i addr add 10.78.0.$((i + 1))/24 broadcast 10.78.0.255 dev ${P}d$i
+        ip -n $P-d$i link set lo up; ip -n $P-d$i link set ${P}d$i up
+        ip netns exec $P-d$i sysctl -qw net.ipv4.icmp_echo_ignore_broadcasts=0
+    done
+    in_cli ping -c 1 -W 3 fd77:2::1 >/dev/null   # neighbour discovery before the captures
+    ip netns exec $P-d0 ping -c 1 -W 2 10.78.0.3 >/dev/null
+}
+
 capture_ping() {
-    local d=$out/ping v; mkdir -p "$d"
+    local d=$out/ping v bb system; mkdir -p "$d"
+    command -v busybox >/dev/null || { echo "capture_fixtures: busybox missing (run scripts/setup.sh)" >&2; exit 1; }
     v=$(ping -V 2>&1 | head -1 || true)
-    run_ping() {  # run_ping NAME ARGS... (in cli, stdout+stderr to NAME.txt)
+    bb=$(busybox 2>&1 | head -1 | sed 's/ multi-call binary\.$//' || true)
+    system="Debian $(cat /etc/debian_version), Linux $(uname -r), network namespaces on this machine"
+    local net3="namespaces cli -- rtr -- srv (IPv4 10.77.1.0/24, 10.77.2.0/24; IPv6 fd77:1::/64, fd77:2::/64), HTB $RATE each way in rtr (pfifo $QUEUE), no added delay"
+    local lan="namespaces d0, d1, d2 (10.78.0.1-3/24) on one bridge, all answering broadcast pings"
+    ping_net
+    pmeta() {  # pmeta NAME FORM VERSION COMMAND NETWORK [NOTE]
+        {
+            echo "tool: ping"
+            echo "form: $2"
+            echo "system: $system"
+            echo "version: $3"
+            echo "command: $4"
+            echo "network: $5"
+            echo "made: ${6:-real capture, stdout and stderr of the command, unedited}"
+            echo "captured: $(date -u +%Y-%m-%dT%H:%M:%SZ) by scripts/capture_fixtures.sh"
+        } > "$d/$1.meta"
+    }
+    run_ping() {  # run_ping NAME ARGS... (iputils ping in cli, stdout+stderr to NAME.txt)
         local name=$1; shift
         in_cli ping "$@" > "$d/$name.txt" 2>&1 || true
-        meta "$d" "$name" ping "$v" "ping $*"
+        pmeta "$name" iputils "$v" "ping $*" "$net3"
     }
+    run_bb() {  # run_bb NAME ARGS... (busybox ping in cli)
+        local name=$1; shift
+        in_cli busybox ping "$@" > "$d/$name.txt" 2>&1 || true
+        pmeta "$name" busybox "$bb" "busybox ping $*" "$net3"
+    }
+    dropping() {  # dropping NAME FORM VERSION CMD...: srv ignores pings from 1.0 s to 2.0 s
+        local name=$1 form=$2 version=$3; shift 3
+        bg_start "$CLI" "$d/$name.txt" "$@"
+        sleep 1.0; ip netns exec "$SRV" sysctl -qw net.ipv4.icmp_echo_ignore_all=1
+        sleep 1.0; ip netns exec "$SRV" sysctl -qw net.ipv4.icmp_echo_ignore_all=0
+        while kill -0 "$bg_pid" 2>/dev/null; do sleep 0.1; done
+        pmeta "$name" "$form" "$version" "$*" "$net3" \
+            "real capture; srv ignored echo requests (sysctl net.ipv4.icmp_echo_ignore_all=1) from 1.0 s to 2.0 s after the start"
+    }
+    stopped() {  # stopped NAME FORM VERSION SIGNAL CMD...: CMD in cli, SIGNAL after 1.1 s
+        local name=$1 form=$2 version=$3 sig=$4; shift 4
+        bg_start "$CLI" "$d/$name.txt" "$@"
+        sleep 1.1; kill -"$sig" "$bg_pid"; sleep 0.3
+        pmeta "$name" "$form" "$version" "$* (sent SIG$sig after 1.1 s)" "$net3" \
+            "real capture; SIG$sig after 1.1 s$([ "$sig" = KILL ] && echo ', so no statistics lines')"
+    }
+
+    # iputils, IPv4 by address; kit_probe as the kit's probes run it (tools/args.py ping_args)
+    run_ping kit_probe -D -n -c 20 -i 0.05 -s 56 $SRV_IP
     run_ping normal -c 10 -i 0.2 $SRV_IP
     run_ping timestamps -D -c 10 -i 0.2 $SRV_IP
     run_ping unreachable -c 6 -i 0.5 $NOHOST_IP
+    run_ping ttl_exceeded -c 3 -i 0.2 -t 1 $SRV_IP
     ip netns exec "$SRV" sysctl -qw net.ipv4.icmp_echo_ignore_all=1
     run_ping total_loss -c 5 -i 0.2 -W 1 $SRV_IP
     ip netns exec "$SRV" sysctl -qw net.ipv4.icmp_echo_ignore_all=0
@@ -122,16 +209,57 @@ capture_ping() {
     run_ping partial_loss -c 30 -l 8 -i 0.005 -s 1400 -W 1 $SRV_IP
     tc -n "$RTR" class change dev ${P}r1 parent 1: classid 1:10 htb rate "$RATE" ceil "$RATE"
     tc -n "$RTR" qdisc change dev ${P}r1 parent 1:10 handle 10: pfifo limit "$QUEUE"
+    run_ping pattern -c 3 -i 0.2 -p abcd $SRV_IP
+    run_ping size -c 3 -i 0.2 -s 1000 $SRV_IP
+    run_ping size_untimed -c 3 -i 0.2 -s 8 $SRV_IP
+    run_ping interface -c 3 -i 0.2 -I ${P}c0 $SRV_IP
+    run_ping quiet -q -c 5 -i 0.2 $SRV_IP
+    run_ping flood -f -c 50 $SRV_IP
+    run_ping verbose -v -c 3 -i 0.2 $SRV_IP
+    run_ping audible -a -c 3 -i 0.2 $SRV_IP   # a bell character ends each reply line
+    run_ping outstanding_unreachable -O -c 4 -i 0.5 $NOHOST_IP
+    dropping outstanding iputils "$v" ping -D -O -c 15 -i 0.2 -W 1 $SRV_IP
     # Killed: SIGKILL leaves no statistics; SIGINT (Ctrl-C) prints them.
-    bg_start "$CLI" "$d/killed.txt" ping -i 0.2 $SRV_IP
-    sleep 1.1; kill -9 "$bg_pid"; sleep 0.2
-    meta "$d" killed ping "$v" "ping -i 0.2 $SRV_IP (sent SIGKILL after 1.1 s)" \
-        "real capture; ping killed by SIGKILL after 1.1 s, so no statistics lines"
-    in_cli timeout -s INT 1.1 ping -i 0.2 $SRV_IP > "$d/interrupted.txt" 2>&1 || true
-    meta "$d" interrupted ping "$v" "timeout -s INT 1.1 ping -i 0.2 $SRV_IP" \
-        "real capture; ping interrupted by SIGINT (as Ctrl-C) after 1.1 s"
+    stopped killed iputils "$v" KILL ping -i 0.2 $SRV_IP
+    stopped interrupted iputils "$v" INT ping -i 0.2 $SRV_IP
     in_cli ping -c 2 nosuchhost.invalid > "$d/unknown_host.txt" 2>&1 || true
-    meta "$d" unknown_host ping "$v" "ping -c 2 nosuchhost.invalid" \
+    pmeta unknown_host iputils "$v" "ping -c 2 nosuchhost.invalid" "$net3" \
+        "real capture; name resolution fails inside the namespace, no packet is sent"
+    # iputils, names (the client's hosts file) and IPv6
+    run_ping names -c 3 -i 0.2 srv.lab
+    run_ping names_source -c 3 -i 0.2 -I 10.77.1.1 srv.lab
+    run_ping empty_name -4 -c 3 -i 0.2 dual.lab   # the name's first address is IPv6
+    run_ping localhost -c 3 -i 0.2 localhost
+    run_ping ipv6 -c 3 -i 0.2 fd77:2::1
+    run_ping ipv6_names -c 3 -i 0.2 srv6.lab
+    run_ping ipv6_other_name -6 -c 3 -i 0.2 dual.lab
+    run_ping ipv6_interface -c 3 -i 0.2 -I ${P}c0 fd77:2::1
+    run_ping ipv6_unreachable -c 3 -i 0.5 fd77:2::99
+    dropping outstanding_names iputils "$v" ping -O -c 15 -i 0.2 -W 1 srv.lab
+    # iputils and busybox: a broadcast ping on the LAN, every reply after the first a duplicate
+    ip netns exec $P-d0 ping -b -c 3 -i 0.3 10.78.0.255 > "$d/duplicates.txt" 2>&1 || true
+    pmeta duplicates iputils "$v" "ping -b -c 3 -i 0.3 10.78.0.255" "$lan"
+    ip netns exec $P-d0 busybox ping -c 3 10.78.0.255 > "$d/busybox_duplicates.txt" 2>&1 || true
+    pmeta busybox_duplicates busybox "$bb" "busybox ping -c 3 10.78.0.255" "$lan"
+
+    # busybox (Alpine and most small container images)
+    run_bb busybox_normal -c 5 $SRV_IP
+    run_bb busybox_names -c 3 srv.lab
+    run_bb busybox_ipv6 -c 3 fd77:2::1
+    run_bb busybox_ipv6_names -6 -c 3 srv6.lab
+    run_bb busybox_size -c 3 -s 1000 $SRV_IP
+    run_bb busybox_interface -c 3 -I ${P}c0 $SRV_IP
+    run_bb busybox_pattern -c 3 -p ab $SRV_IP
+    run_bb busybox_quiet -q -c 3 $SRV_IP
+    run_bb busybox_unreachable -c 3 -W 1 $NOHOST_IP
+    ip netns exec "$SRV" sysctl -qw net.ipv4.icmp_echo_ignore_all=1
+    run_bb busybox_total_loss -c 3 -W 1 $SRV_IP
+    ip netns exec "$SRV" sysctl -qw net.ipv4.icmp_echo_ignore_all=0
+    dropping busybox_dropping busybox "$bb" busybox ping -c 4 $SRV_IP
+    stopped busybox_killed busybox "$bb" KILL busybox ping $SRV_IP
+    stopped busybox_interrupted busybox "$bb" INT busybox ping $SRV_IP
+    in_cli busybox ping -c 1 nosuchhost.invalid > "$d/busybox_unknown_host.txt" 2>&1 || true
+    pmeta busybox_unknown_host busybox "$bb" "busybox ping -c 1 nosuchhost.invalid" "$net3" \
         "real capture; name resolution fails inside the namespace, no packet is sent"
 }
 

@@ -6,6 +6,11 @@
 FILE may be ``-`` for standard input. Numbers are in Mbit/s and ms. With a topology and
 a pair, the verdicts against the expected values follow the summary (JSON key
 ``verdicts``: rows of metric, expected, measured, unit, ratio, verdict, reason).
+
+For ping the summary also holds the percentiles of the replies' RTTs (``p50_ms``,
+``p90_ms``, ``p99_ms``, ``p999_ms``) and ``max_after_first_ms``. Lines of the output the
+parser did not understand are counted in ``unparsed_lines``; a warning on standard error
+says so.
 """
 
 from __future__ import annotations
@@ -13,9 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Dict
+from typing import TYPE_CHECKING, Any, Dict
 
 from labtools.errors import InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from labtools.judge.measurement import Measurement
 
 TOOLS = ("ping", "iperf", "iperf3", "simpleperf")
 
@@ -43,6 +51,28 @@ def _read(path: str) -> str:
         raise InputError(f"cannot read {path}: {err.strerror}") from None
 
 
+#: keys of the typed ping summary shown beside what ping printed
+RTT_KEYS = ("p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_after_first_ms")
+
+
+def _shown(m: "Measurement") -> Dict[str, Any]:
+    """The summary to print: the parser's, and for ping the percentiles of the replies."""
+    summary = dict(m.parsed.summary)
+    if m.tool == "ping":
+        typed = m.summary.as_dict()
+        summary.update({key: typed.get(key) for key in RTT_KEYS})
+    return summary
+
+
+def _warn_unparsed(tool: str, summary: Dict[str, Any]) -> None:
+    count = summary.get("unparsed_lines") or 0
+    if count:
+        first = (summary.get("unparsed_sample") or [""])[0]
+        lines = "line" if count == 1 else "lines"
+        print(f"labtools parse {tool}: warning: {count} {lines} of the output not understood "
+              f"(first: {first!r})", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     """Parse, print, return 0."""
     from labtools.judge.measurement import judge_output
@@ -56,13 +86,15 @@ def run(args: argparse.Namespace) -> int:
 
         topo = load_topology(args.topology)
     m = judge_output(args.tool, _read(args.file), topo, args.src or "", args.dst or "")
-    result: Dict[str, Any] = {"tool": args.tool, "summary": m.parsed.summary}
+    summary = _shown(m)
+    _warn_unparsed(args.tool, summary)
+    result: Dict[str, Any] = {"tool": args.tool, "summary": summary}
     if topo is not None:
         result["verdicts"] = [v.as_dict() for v in m.verdicts]
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    for key, value in m.parsed.summary.items():
+    for key, value in summary.items():
         print(f"{key:<22}{_fmt(value)}")
     for row in result.get("verdicts", []):
         print(f"{row['verdict'].upper():<13}{row['metric']}: {row['reason']}")

@@ -119,15 +119,23 @@ def _int(value: Any) -> Optional[int]:
     return None if number is None else int(number)
 
 
+def _replies(rows: Rows) -> Rows:
+    """The rows of a ping table that are replies and not duplicates (a table without a
+    ``status`` column, as the ping parser made before it had one, holds only replies)."""
+    if "status" in rows.columns:
+        rows = rows.where(lambda r: r["status"] == "reply")
+    if "duplicate" in rows.columns:
+        rows = rows.where(lambda r: not r["duplicate"])
+    return rows
+
+
 def rtt_percentiles(rows: Rows) -> Dict[str, Optional[float]]:
-    """p50, p90, p99 and p99.9 (ms) of the replies' RTTs (duplicates left out; the
-    nearest sample at or above each rank, so every value is a real sample)."""
+    """p50, p90, p99 and p99.9 (ms) of the replies' RTTs (duplicates, timeouts and errors
+    left out; the nearest sample at or above each rank, so every value is a real sample)."""
     keys = ("p50_ms", "p90_ms", "p99_ms", "p999_ms")
     if "rtt_ms" not in rows.columns:
         return dict.fromkeys(keys)
-    if "duplicate" in rows.columns:
-        rows = rows.where(lambda r: not r["duplicate"])
-    values = sorted(rows.numbers("rtt_ms"))
+    values = sorted(_replies(rows).numbers("rtt_ms"))
     if not values:
         return dict.fromkeys(keys)
     out: Dict[str, Optional[float]] = {}
@@ -151,10 +159,11 @@ def _rtt(parsed: "Parsed") -> RttSummary:
 
 
 def _max_after_first(rows: Rows) -> Optional[float]:
-    """The largest RTT (ms) after the first reply (which also waits for address resolution)."""
-    if "rtt_ms" not in rows.columns or len(rows) < 2:
+    """The largest RTT (ms) of the replies after the first one (which also waits for
+    address resolution); duplicates, timeouts and errors left out."""
+    if "rtt_ms" not in rows.columns:
         return None
-    later = [_num(v) for v in rows.column("rtt_ms")[1:]]
+    later = [_num(v) for v in _replies(rows).column("rtt_ms")[1:]]
     return max((v for v in later if v is not None), default=None)
 
 
