@@ -5,7 +5,8 @@
 
 FILE may be ``-`` for standard input. Numbers are in Mbit/s and ms. With a topology and
 a pair, the verdicts against the expected values follow the summary (JSON key
-``verdicts``: rows of metric, expected, measured, unit, ratio, verdict, reason).
+``verdicts``: rows of metric, expected, measured, unit, ratio, verdict, reason); the
+destination the output names must then be the pair's (else a one-line error, exit 2).
 
 For ping the summary also holds the percentiles of the replies' RTTs (``p50_ms``,
 ``p90_ms``, ``p99_ms``, ``p999_ms``) and ``max_after_first_ms``. Lines of the output the
@@ -75,6 +76,7 @@ def _warn_unparsed(tool: str, summary: Dict[str, Any]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Parse, print, return 0."""
+    from labtools.judge.destination import check_destination
     from labtools.judge.measurement import judge_output
 
     judged = [args.topology, args.src, args.dst]
@@ -86,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
 
         topo = load_topology(args.topology)
     m = judge_output(args.tool, _read(args.file), topo, args.src or "", args.dst or "")
+    if topo is not None:
+        check_destination(m.parsed, topo, args.src, args.dst)
     summary = _shown(m)
     _warn_unparsed(args.tool, summary)
     result: Dict[str, Any] = {"tool": args.tool, "summary": summary}
