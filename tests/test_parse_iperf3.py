@@ -298,6 +298,7 @@ WRONG_VALUES = [
     ("tcp_p1", ["start", "test_start", "protocol"], 5, "protocol is 5: not a text"),
     ("tcp_p1", ["start", "test_start", "reverse"], "yes", "reverse is 'yes': not true/false"),
     ("tcp_p1", ["start", "version"], 5, "start.version is 5"),
+    ("tcp_p1", ["start", "connected"], 5, "start.connected is 5: not a list"),
     ("tcp_p1", ["end"], [], "end is []: not an object"),
     ("tcp_p1", ["end", "sum_sent"], "x", "end.sum_sent is 'x'"),
     ("tcp_p1", ["end", "sum_received", "bits_per_second"], True, "is True: not a number"),

@@ -360,8 +360,8 @@ def parse(text: str) -> Parsed:
                 or ("UDP" if "sum" in sums else "TCP")).upper()
     version = (_text(start, "version", "start") or "").replace("iperf", "").strip() or None
     rows, dropped = _table(doc, reverse)
-    streams = (_int(test, "num_streams", "start.test_start")
-               or len(_list(start.get("connected"), "start.connected")))
+    connected = _list(start.get("connected"), "start.connected")
+    streams = _int(test, "num_streams", "start.test_start") or len(connected)
     summary: Dict[str, Any] = {"protocol": protocol, "streams": streams, "reverse": reverse,
                                "version": version}
     summary.update(_totals(sums, protocol == "UDP", interrupted=error is not None))
