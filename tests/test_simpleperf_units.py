@@ -221,3 +221,12 @@ def test_a_reporter_whose_output_fails_stops_printing_and_says_so_once() -> None
     reporter.emit({"type": "warning", "role": "server", "message": "y"})
     assert isinstance(reporter.failed, OSError) and reporter.failed.errno == 28
     assert calls == [1]
+
+
+@pytest.mark.parametrize("interval_ms, valid", [(0, True), (100, True), (3_600_000, True),
+                                                (1, False), (99, False), (3_600_001, False)])
+def test_a_hello_asks_for_a_report_interval_the_client_could_ask_for(interval_ms: int,
+                                                                      valid: bool) -> None:
+    """No report every millisecond: a peer could flood the server's output with rows."""
+    data = protocol.Hello(1, 1, interval_ms, bytes(16)).encode()
+    assert (protocol.decode_hello(data) is not None) is valid

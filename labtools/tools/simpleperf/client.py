@@ -35,7 +35,7 @@ CONNECT_TIMEOUT_S = 5.0
 RETRY_S = 0.05
 #: seconds a send may block before the connection counts as stalled
 STALL_TIMEOUT_S = 30.0
-#: seconds to wait for the server's ACK after the final marker (the queued data drains
+#: seconds to wait for the server's ACK after the half-close (the queued data drains
 #: first, which on a slow emulated link can take several seconds)
 ACK_TIMEOUT_S = 30.0
 #: seconds between checks while waiting (interval ticks are kept exactly)

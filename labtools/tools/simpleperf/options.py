@@ -20,15 +20,15 @@ from typing import List, Optional
 
 from labtools import __version__
 from labtools.errors import InputError
-from labtools.tools.simpleperf.protocol import MAX_PARALLEL
+from labtools.tools.simpleperf.protocol import MAX_INTERVAL_MS, MAX_PARALLEL, MIN_INTERVAL_MS
 
 #: display / amount unit -> bytes (decimal)
 UNITS = {"B": 1, "KB": 1000, "MB": 1000 * 1000}
 
 DEFAULT_PORT = 8088
 DEFAULT_TIME_S = 25.0
-MAX_TIME_S = 3600.0
-MIN_INTERVAL_S = 0.1
+MAX_TIME_S = MAX_INTERVAL_MS / 1000  # 3600 s
+MIN_INTERVAL_S = MIN_INTERVAL_MS / 1000  # 0.1 s
 MAX_WAIT_S = 60.0
 #: largest amount per connection (-n): 10^12 B = 1 TB, about 20 min at 1 GB/s
 MAX_AMOUNT_BYTES = 10 ** 12

@@ -17,8 +17,8 @@ Every connection goes through the same steps (all integers in network byte order
 
     client -> server  HELLO    28 bytes  "!4sHBBI16s"
                                magic b"SPRF", protocol version (2), connection number
-                               (1..P), P, receiver report interval in ms (0 = none),
-                               session id (16 bytes)
+                               (1..P), P, receiver report interval in ms (0 = none,
+                               else 100..3 600 000), session id (16 bytes)
     server -> client  WELCOME   8 bytes  "!4sH2x"
                                magic b"SPOK" and the server's protocol version, or
                                b"SPNO" and its version when it refuses the HELLO
@@ -75,6 +75,8 @@ MAGIC_END = b"SPND"
 
 #: largest number of parallel connections in one session
 MAX_PARALLEL = 5
+#: receiver report intervals a HELLO may ask for, in ms (0 = none)
+MIN_INTERVAL_MS, MAX_INTERVAL_MS = 100, 3_600_000
 #: most PROG records a connection may send (36 000 at -t 3600 -i 0.1); more is malformed
 MAX_PROGRESS = 100_000
 
@@ -103,6 +105,8 @@ def decode_hello(data: bytes) -> Optional[Hello]:
         return None
     magic, version, conn, parallel, interval_ms, session = HELLO.unpack(data)
     if magic != MAGIC_HELLO or not 1 <= parallel <= MAX_PARALLEL or not 1 <= conn <= parallel:
+        return None
+    if interval_ms and not MIN_INTERVAL_MS <= interval_ms <= MAX_INTERVAL_MS:
         return None
     return Hello(conn, parallel, interval_ms, session, version)
 

@@ -175,8 +175,8 @@ class Server:
                 return None
             if hello is None or hello.version != protocol.VERSION:
                 sock.sendall(protocol.encode_welcome(False))
-                self._warn(f"refused a connection from {peer}: "
-                           f"not a simpleperf v{protocol.VERSION} client")
+                self._warn(f"refused a connection from {peer}: not a valid simpleperf "
+                           f"protocol {protocol.VERSION} HELLO")
                 return None
             sock.sendall(protocol.encode_welcome(True))
         except OSError as err:
