@@ -67,7 +67,8 @@ def _iperf3(raw: str) -> List[Optional[str]]:
     if doc is None:
         return []
     start = doc["start"]
-    connected = [c for c in start.get("connected") or [] if isinstance(c, dict)]
+    listed = start.get("connected")
+    connected = [c for c in listed if isinstance(c, dict)] if isinstance(listed, list) else []
     target = start.get("connecting_to")
     if isinstance(target, dict):  # the client's own output
         remote = [_host(c.get("remote_host")) for c in connected]
