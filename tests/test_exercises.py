@@ -252,9 +252,14 @@ def test_question_ids():
                               "bdp_bytes", "max_rtt_ms", "fair_share_mbps"}
 
 
+# h1 -> h4: L1 max(10, 20.29) ms + L2 max(20, 40.37) ms with their queues full, 30 ms back
+# (bits for bytes gives drains below the delays here: the same as no queue at all)
+L1_DRAIN, L2_DRAIN = 67 * 1514 * 8 / 40e3, 100 * 1514 * 8 / 30e3
+
+
 @pytest.mark.parametrize("answer, mistake", [
-    (60, "no_queue"), (60 + 60.661 / 8, "bytes"), (30 + 60.661, "one_way"),
-    (60 + 2 * 60.661, "both_directions")])
+    (60, "no_queue"), (60 + L1_DRAIN + L2_DRAIN, "delay_plus_queue"),
+    (L1_DRAIN + L2_DRAIN, "one_way"), (2 * (L1_DRAIN + L2_DRAIN), "both_directions")])
 def test_the_worst_rtt_and_its_usual_mistakes(topo, answer, mistake):
     from labtools.judge.exercises import check
     from labtools.model import expect

@@ -10,6 +10,7 @@ from labtools.errors import InputError, NoRouteError, UnknownNodeError
 from labtools.model import expect
 from labtools.model.catalog import load_topology
 from labtools.model.routing import compute_routing
+from labtools.model.topology import HOST, Link, Node, Topology
 from tests.conftest import run_cli
 
 LINKS = [("r1", "r2", 20, 40, "L1"), ("r2", "r3", 40, 30, "L2"), ("r3", "r4", 20, 20, "L3")]
@@ -108,17 +109,36 @@ def test_equal_paths_break_ties_by_name():
 
 
 def test_the_worst_rtt_the_links_can_produce(portfolio):
-    """h1 -> h4: 60 ms of propagation, plus L1's 67 packets at 40 Mbit/s (20.3 ms) and
-    L2's 100 packets at 30 Mbit/s (40.4 ms) of queue: about 120.7 ms."""
+    """h1 -> h4 crosses L1 (40 Mbit/s, 10 ms, 67 packets) and L2 (30 Mbit/s, 20 ms, 100
+    packets). netem's limit holds the packets serving their delay too, so a full queue keeps
+    a packet max(delay, Q x 1514 B / R) on a link: L1 max(10, 20.3), L2 max(20, 40.4) ms.
+    The replies cross both links with their delay alone: 30 ms. About 90.7 ms, not the
+    120.7 ms that delay + drain gave (contradicted by the kit's own loaded pings)."""
     e = expect.expect_pair(portfolio, "h1", "h4")
     l1 = 67 * 1514 * 8 / 40e6 * 1e3
     l2 = 100 * 1514 * 8 / 30e6 * 1e3
-    assert e.queue_delay_ms == pytest.approx(l1 + l2) and 120.6 < e.max_rtt_ms < 120.7
-    assert e.max_rtt_ms == pytest.approx(60 + l1 + l2)
+    assert l1 > 10 and l2 > 20  # both queues, full, outlast their link's delay
+    assert e.max_rtt_ms == pytest.approx(l1 + l2 + 30) and 90.6 < e.max_rtt_ms < 90.7
+    assert e.queue_delay_ms == pytest.approx(l1 + l2 - 30)  # waiting beyond the delays
     # with the replies' queues (L2 and L1 the other way) full as well
-    assert e.max_rtt_both_loaded_ms == pytest.approx(60 + 2 * (l1 + l2))
+    assert e.max_rtt_both_loaded_ms == pytest.approx(2 * (l1 + l2))
     assert e.unbounded_links == () and e.mathis_limit_mbps is None
     assert e.tcp_limit_mbps == e.tcp_goodput_ceiling_mbps
+
+
+def test_a_full_queue_shorter_than_the_delay_adds_nothing_and_caps_the_rate():
+    """A queue limit below the link's own bandwidth-delay product: the queue is all delay
+    (no waiting beyond it), and at most Q frames per delay leave: 10 x 1514 B x 8 / 50 ms
+    = 2.42 Mbit/s on a 10 Mbit/s link."""
+    nodes = (Node("a", HOST), Node("b", HOST))
+    link = Link("a", "b", bw_mbps=10, delay_ms=50, queue_pkts=10)
+    topo = Topology("short-queue", nodes, (link,))
+    e = expect.expect_pair(topo, "a", "b")
+    assert expect.link_full_ms(link) == 50 and e.max_rtt_ms == 100 and e.queue_delay_ms == 0
+    cap = 10 * 1514 * 8 / 0.050 / 1e6
+    assert e.queue_cap_mbps == pytest.approx(cap)
+    assert e.tcp_limit_mbps == pytest.approx(cap * 1448 / 1514)
+    assert e.tcp_limit_mbps < e.tcp_goodput_ceiling_mbps
 
 
 def test_bounds_on_a_topology_with_loss_several_paths_and_an_unbounded_queue(tmp_path):
@@ -149,14 +169,14 @@ def test_expect_json_names_the_bounds():
     for key in ("queue_delay_ms", "max_rtt_ms", "max_rtt_both_loaded_ms", "unbounded_links",
                 "loss_pct", "mathis_limit_mbps", "tcp_limit_mbps"):
         assert key in data
-    assert data["max_rtt_ms"] == pytest.approx(120.661, abs=1e-3)
+    assert data["max_rtt_ms"] == pytest.approx(90.661, abs=1e-3)
 
 
 def test_expect_text_shows_the_bounds(tmp_path):
     """The worst RTT, links without a bound and the loss limit, in the text as in the JSON."""
     text = run_cli(["expect", "portfolio", "h1", "h4"]).stdout
-    assert "worst RTT (full queues) 120.661 ms = 60 + 60.661 ms" in text
-    assert "181.322 ms with both directions' queues full" in text
+    assert "worst RTT (full queues) 90.661 ms" in text
+    assert "121.322 ms with both directions' queues full" in text
     assert "loss" not in text  # no loss on the reference path
     spec = tmp_path / "lossy.json"
     spec.write_text(json.dumps({"name": "lossy", "nodes": [

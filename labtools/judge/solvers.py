@@ -268,33 +268,46 @@ def fair_share(topo: Topology, flows: Union[str, Sequence[Flow]],
 
 
 
-def _drain_with(links: Sequence[Link], frame_bytes: int) -> float:
-    return sum(link.queue_pkts * frame_bytes * 8 / (link.bw_mbps * 1e6) * 1e3
-               for link in links if link.bw_mbps is not None and link.queue_pkts is not None)
+def _full_with(links: Sequence[Link], frame_bytes: int = expect.TCP_FRAME_BYTES,
+               bits: int = 8, both: bool = False) -> float:
+    """One way across ``links`` with every queue full, from a frame size and bits per
+    byte (the mistakes change those); ``both``: the delay and the drain added."""
+    total = 0.0
+    for link in links:
+        drain = (0.0 if link.bw_mbps is None or link.queue_pkts is None
+                 else link.queue_pkts * frame_bytes * bits / (link.bw_mbps * 1e6) * 1e3)
+        total += link.delay_ms + drain if both else max(link.delay_ms, drain)
+    return total
 
 
 def max_rtt(topo: Topology, src: str, dst: str) -> Solution:
-    """The worst RTT the links produce with the data direction loaded: propagation plus the
-    time to drain every full queue the data meets."""
+    """The worst RTT the links produce with the data direction loaded: each link the data
+    crosses with its queue full (netem holds a packet max(delay, drain) there), the
+    replies' links with their delay."""
     e = expect.expect_pair(topo, src, dst)
     info = expect.path(topo, src, dst)
     if e.max_rtt_ms is None:
         raise InputError(f"{', '.join(e.unbounded_links)} has no queue limit: no worst RTT "
                          "to compute")
-    queued = e.queue_delay_ms or 0.0
+    back = sum(link.delay_ms for link in info.reverse_links)
     drain = "a full queue of Q packets in front of a link of rate R holds Q × 1514 × 8 / R"
     mistakes = [
         Mistake("no_queue", e.rtt_ms, f"that is the propagation RTT alone: {drain} of waiting"),
-        Mistake("frame_1500", e.rtt_ms + _drain_with(info.links, expect.MTU_BYTES),
+        Mistake("delay_plus_queue", back + _full_with(info.links, both=True),
+                "the link's queue holds the packets serving their delay too (netem's limit "
+                "counts them): on a full link a packet spends the larger of the delay and "
+                "the drain time, not both"),
+        Mistake("frame_1500", back + _full_with(info.links, expect.MTU_BYTES),
                 "HTB counts whole Ethernet frames: 1514 bytes, not 1500"),
-        Mistake("bytes", e.rtt_ms + queued / 8, "mind bits and bytes: Q × 1514 bytes × 8 bits"),
-        Mistake("one_way", e.rtt_ms / 2 + queued,
-                "the propagation part is a round trip: 2 × the sum of the delays"),
+        Mistake("bytes", back + _full_with(info.links, bits=1),
+                "mind bits and bytes: Q × 1514 bytes × 8 bits"),
+        Mistake("one_way", _full_with(info.links),
+                "that is one way: the replies still cross the links back, with their delay"),
     ]
     if e.max_rtt_both_loaded_ms is not None and e.max_rtt_both_loaded_ms != e.max_rtt_ms:
         mistakes.append(Mistake("both_directions", e.max_rtt_both_loaded_ms,
                                 "only the data direction is loaded: the replies find the "
                                 "queues the other way empty"))
     return Solution(e.max_rtt_ms, "ms", mistakes, _path_hint(
-        info, f"the worst RTT is 2 × the sum of the delays plus, for each queue on the way, "
-              f"{drain}"))
+        info, "each link the data crosses takes the larger of its delay and its full queue's "
+              f"drain time ({drain}); the replies take the delays back"))

@@ -14,6 +14,13 @@ The shaping is exactly Mininet's ``TCLink`` (an HTB class with ``burst 15k`` and
 child for delay, loss and the queue limit; ``ethtool -K gro off``), with the parameters of
 :func:`labtools.model.topology.mininet_link_params`, so a network built this way behaves as
 Mininet's. Interface names are Mininet's (``h1-eth0``; switch ports ``s1-eth1``...).
+
+One difference, on purpose: every interface sends one segment per packet
+(``gso_max_segs`` 1, :data:`ONE_FRAME_PER_PACKET`). With segmentation offloads a TCP sender
+hands its qdiscs super-packets of several frames, and netem's queue limit counts each as one
+packet: measured in the lab VM, 2586-2814 bytes per queued packet, so a queue of "105
+packets" held up to 276 kB and the RTT under load ran far above what 105 frames allow. With
+one frame per packet, a queue limit of Q packets is Q frames (:mod:`labtools.model.queues`).
 """
 
 from __future__ import annotations
@@ -67,6 +74,11 @@ class NetPlan:
     #: removes the pair at once; a namespace that dies takes its veths away only later (under
     #: software emulation seconds later, when the next network may already want the names)
     root_veths: List[str] = field(default_factory=list)
+
+
+#: ``ip link`` arguments that make an interface send one frame per packet (no TSO/GSO
+#: super-packets), so that a queue limit in packets is a limit in frames
+ONE_FRAME_PER_PACKET = "gso_max_segs 1"
 
 
 def gro_off_command(dev: str) -> str:
@@ -134,7 +146,7 @@ def plan_network(parts: Sequence[Topology]) -> NetPlan:
                 plan = nodes[node.name] = NodePlan(node.name, node.kind == ROUTER)
                 for iface in routing.addressing.of_node(node.name):
                     plan.ip_lines += [f"addr add {iface.cidr} dev {iface.name}",
-                                      f"link set {iface.name} up"]
+                                      f"link set {iface.name} {ONE_FRAME_PER_PACKET} up"]
                 plan.ip_lines += [f"route replace {r.network} via {r.gateway} dev {r.dev}"
                                   for r in routing.routes(node.name)]
         for link in part.links:
@@ -159,7 +171,7 @@ def _link_lines(part: Topology, link: Link, nodes: Dict[str, NodePlan], root_tc:
         shaping = tc_lines(link, dev) if mininet_link_params(link) else []
         if part.node(end).kind == SWITCH:
             lines += [f"link set dev {dev} master {end} group {{group}}",
-                      f"link set dev {dev} up"]
+                      f"link set dev {dev} {ONE_FRAME_PER_PACKET} up"]
             root_tc += shaping
             gro += [dev] if shaping else []
         else:

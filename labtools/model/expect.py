@@ -11,10 +11,18 @@ Physics used (see the kit's README):
   is at most 1448/1514 = 95.6 % of the rate; an iperf UDP datagram of 1470 bytes travels in a
   1512-byte frame (97.2 %).
 - The window that fills a path is its bandwidth-delay product: rate x RTT.
-- The worst RTT the links can produce: the propagation RTT plus the time to drain every
-  full queue the data crosses (a queue of Q packets in front of a link of rate R holds
-  Q x 1514 bytes x 8 / R of waiting). It is an upper bound: an RTT sample above it did not
-  come from the links. A rate-limited link without a queue limit has no such bound.
+- A shaped link is Mininet's ``TCLink``: an HTB class (the rate) whose child is netem
+  (delay, loss and the queue limit). netem's ``limit`` counts every packet it holds, also
+  those still serving their delay, so the delay and the wait for the rate happen in the
+  same queue at once: a packet that finds the queue full (Q frames of 1514 bytes) spends
+  max(delay, Q x 1514 x 8 / R) on the link, not the delay plus that (measured with
+  ``tc -s qdisc``: :mod:`labtools.model.queues`). The kit's networks send one frame per
+  packet (no segmentation offload), so Q packets are Q frames.
+- The worst RTT the links can produce: every link the data crosses with its queue full,
+  the replies' links with their delay. A sample above it did not come from the links. A
+  rate-limited link without a queue limit has no such bound.
+- A queue limit below the link's own bandwidth-delay product caps its rate: at most Q
+  frames per delay leave it (``queue_cap_mbps``).
 - Loss caps TCP (Mathis et al., 1997): rate <= MSS / RTT x C / sqrt(p), with
   C = sqrt(3/2) ~ 1.22 for periodic loss and one ACK per segment, p the probability that a
   data segment is lost on the way.
@@ -157,6 +165,26 @@ def queue_drain_ms(link: Link) -> Optional[float]:
     return link.queue_pkts * TCP_FRAME_BYTES * 8 / (link.bw_mbps * 1e6) * 1e3
 
 
+def link_full_ms(link: Link) -> Optional[float]:
+    """One-way time (ms) on ``link`` of a packet that finds its queue full: netem's limit
+    holds the packets serving their delay too, so max(delay, full queue drained at the
+    rate); the delay alone on a link without a rate; None for a rated link without a
+    queue limit (no bound)."""
+    if link.bw_mbps is None:
+        return link.delay_ms
+    drain = queue_drain_ms(link)
+    return None if drain is None else max(link.delay_ms, drain)
+
+
+def queue_cap_mbps(link: Link) -> Optional[float]:
+    """The rate (Mbit/s of frames) ``link``'s queue limit allows: netem holds each packet
+    for its delay and at most Q packets at once, so at most Q frames per delay leave; None
+    without a queue limit or a delay (no cap)."""
+    if link.queue_pkts is None or link.delay_ms <= 0:
+        return None
+    return link.queue_pkts * TCP_FRAME_BYTES * 8 / (link.delay_ms / 1e3) / 1e6
+
+
 def unbounded_links(links: Tuple[Link, ...]) -> Tuple[str, ...]:
     """Labels of the rate-limited links that have no queue limit (waiting is unbounded)."""
     return tuple(link.label for link in links
@@ -164,11 +192,11 @@ def unbounded_links(links: Tuple[Link, ...]) -> Tuple[str, ...]:
 
 
 def queue_delay_ms(links: Tuple[Link, ...]) -> Optional[float]:
-    """The most waiting (ms) a packet meets crossing ``links``: every queue full; None
-    when one of them has no queue limit."""
+    """The most waiting (ms) beyond their delays a packet meets crossing ``links``: every
+    queue full (:func:`link_full_ms`); None when one of them has no queue limit."""
     if unbounded_links(links):
         return None
-    return sum(queue_drain_ms(link) or 0.0 for link in links)
+    return sum((link_full_ms(link) or 0.0) - link.delay_ms for link in links)
 
 
 def path_loss(links: Tuple[Link, ...]) -> float:
@@ -210,11 +238,16 @@ class PairExpectation:
     unbounded_links: Tuple[str, ...] = ()
     loss_pct: float = 0.0
     mathis_limit_mbps: Optional[float] = None
+    #: the lowest rate a queue limit on the way allows (Mbit/s of frames; None: no cap)
+    queue_cap_mbps: Optional[float] = None
 
     @property
     def tcp_limit_mbps(self) -> Optional[float]:
-        """What TCP can reach: the lower of the goodput ceiling and the loss limit."""
-        limits = [v for v in (self.tcp_goodput_ceiling_mbps, self.mathis_limit_mbps)
+        """What TCP can reach: the lowest of the goodput ceiling, the loss limit and the
+        goodput a queue limit on the way allows."""
+        capped = (None if self.queue_cap_mbps is None
+                  else self.queue_cap_mbps * TCP_MSS_BYTES / TCP_FRAME_BYTES)
+        limits = [v for v in (self.tcp_goodput_ceiling_mbps, self.mathis_limit_mbps, capped)
                   if v is not None]
         return min(limits) if limits else None
 
@@ -237,6 +270,7 @@ class PairExpectation:
             "unbounded_links": list(self.unbounded_links),
             "loss_pct": round(self.loss_pct, 6),
             "mathis_limit_mbps": rounded(self.mathis_limit_mbps, 3),
+            "queue_cap_mbps": rounded(self.queue_cap_mbps, 3),
             "tcp_limit_mbps": rounded(self.tcp_limit_mbps, 3),
         }
 
@@ -260,6 +294,8 @@ def expect_pair(topo: Topology, src: str, dst: str) -> PairExpectation:
         max_rtt_both_loaded_ms=None if forward is None or back is None else rtt + forward + back,
         unbounded_links=tuple(dict.fromkeys(unbounded_links(info.links + info.reverse_links))),
         loss_pct=100 * loss, mathis_limit_mbps=mathis_limit_mbps(rtt, loss),
+        queue_cap_mbps=min((c for c in map(queue_cap_mbps, info.links) if c is not None),
+                           default=None),
     )
 
 
