@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from labtools.errors import InputError
 from labtools.judge import policy, verdicts
 from labtools.judge.machine import MachineProfile
 from labtools.judge.verdicts import Verdict
 from labtools.model.expect import PairExpectation, expect_pair, path
+from labtools.model.queues import loaded_rtt
 from labtools.model.topology import Topology
 from labtools.tools.parsers import parse
 from labtools.tools.parsers.base import Parsed
@@ -72,6 +73,8 @@ class JudgeContext:
             flows); None means this run's own expectation.
         machine: this machine's calibration, if the lab made one.
         window_bytes: the TCP window asked for (``iperf3 -w``), if any.
+        load: ``(src, dst)`` of a TCP flow that ran during this run (a ping under load).
+        load_received_mbps: what that flow's receiver got after its warm-up, Mbit/s.
     """
 
     warmup_s: float = 0.0
@@ -79,20 +82,26 @@ class JudgeContext:
     load_mbps: Optional[float] = None
     machine: Optional[MachineProfile] = None
     window_bytes: Optional[int] = None
+    load: Optional[Tuple[str, str]] = None
+    load_received_mbps: Optional[float] = None
 
     def as_dict(self) -> Dict[str, Any]:
         """JSON form."""
         return {"warmup_s": self.warmup_s, "offered_mbps": self.offered_mbps,
                 "load_mbps": self.load_mbps, "window_bytes": self.window_bytes,
-                "machine": None if self.machine is None else self.machine.as_dict()}
+                "machine": None if self.machine is None else self.machine.as_dict(),
+                "load": None if self.load is None else list(self.load),
+                "load_received_mbps": self.load_received_mbps}
 
     @classmethod
     def from_dict(cls, data: Optional[Mapping[str, Any]]) -> "JudgeContext":
-        """The context saved as :meth:`as_dict`."""
+        """The context saved as :meth:`as_dict` (older records have no load)."""
         data = dict(data or {})
+        load = data.get("load")
         return cls(float(data.get("warmup_s") or 0.0), data.get("offered_mbps"),
                    data.get("load_mbps"), MachineProfile.from_dict(data.get("machine")),
-                   data.get("window_bytes"))
+                   data.get("window_bytes"), None if not load else (str(load[0]), str(load[1])),
+                   data.get("load_received_mbps"))
 
 
 @dataclass
@@ -163,13 +172,7 @@ def judge_summary(summary: Summary, expected: Optional[PairExpectation],
         return []
     machine = context.machine
     if isinstance(summary, RttSummary):
-        added = 0.0
-        if machine is not None and topo is not None:
-            info = path(topo, expected.src, expected.dst)
-            added = machine.added_ms(info.links + info.reverse_links)
-        return [verdicts.rtt_verdict(summary.min_ms, summary.avg_ms, expected.rtt_ms, added),
-                verdicts.rtt_bound_verdict(summary.max_after_first_ms, expected.max_rtt_ms,
-                                           added, expected.unbounded_links)]
+        return _rtt_verdicts(summary, expected, context, topo)
     if isinstance(summary, UdpSummary):
         sent = summary.sender_mbps if summary.sender_mbps is not None else context.offered_mbps
         return verdicts.udp_verdicts(summary.receiver_mbps, sent, summary.loss_pct,
@@ -192,6 +195,46 @@ def judge_summary(summary: Summary, expected: Optional[PairExpectation],
     if guard is not None:
         rows.append(guard)
     return rows
+
+
+def _rtt_verdicts(summary: RttSummary, expected: PairExpectation, context: JudgeContext,
+                  topo: Optional[Topology]) -> List[Verdict]:
+    """A ping: idle, its minimum against the propagation and its largest sample against
+    every queue full; under a load (``context.load``), its median against the queue model
+    and its largest sample against the load's queue full."""
+    machine, added, shaped = context.machine, 0.0, True
+    if topo is not None:
+        info = path(topo, expected.src, expected.dst)
+        shaped = any(link.bw_mbps is not None for link in info.links + info.reverse_links)
+        if machine is not None:
+            added = machine.added_ms(info.links + info.reverse_links)
+    known = None if machine is None else added
+    if context.load is None or topo is None:
+        return [verdicts.rtt_verdict(summary.min_ms, summary.avg_ms, expected.rtt_ms, added),
+                verdicts.rtt_bound_verdict(summary.max_after_first_ms, expected.max_rtt_ms,
+                                           known, expected.unbounded_links, shaped)]
+    model = loaded_rtt(topo, expected.src, expected.dst, *context.load)
+    short = _short_load(topo, context)
+    full = (f"{model.queue_link}'s queue full" if model.queue_link
+            else "no queue of the load's on the way")
+    return [verdicts.loaded_rtt_verdict(summary.p50_ms, model, added, short),
+            verdicts.rtt_bound_verdict(summary.max_after_first_ms, model.high_ms, known,
+                                       expected.unbounded_links, shaped, full, short)]
+
+
+def _short_load(topo: Topology, context: JudgeContext) -> Optional[str]:
+    """Why the run's load fell short of its path's rate, or None: a TCP flow alone on its
+    path that receives less than :data:`~labtools.judge.policy.RATE_OK_LOW` of what TCP
+    can reach there did not drive its bottleneck at the link's rate (the machine could not
+    keep up), so its queue drained more slowly than the link's rate."""
+    if context.load is None or context.load_received_mbps is None:
+        return None
+    limit = expect_pair(topo, *context.load).tcp_limit_mbps
+    got = context.load_received_mbps
+    if limit is None or got >= policy.RATE_OK_LOW * limit:
+        return None
+    return (f"the load {context.load[0]}->{context.load[1]} received only {got:.2f} of "
+            f"{limit:.2f} Mbit/s, so this machine did not drive its link at the link's rate")
 
 
 def judge_parsed(parsed: Parsed, topo: Optional[Topology], src: str, dst: str,

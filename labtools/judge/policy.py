@@ -48,6 +48,9 @@ OUTLIER_ABS_MS = 2.0
 OUTLIER_REL = 0.10
 RTT_TOL_MS = 2.0
 RTT_TOL_REL = 0.05
+#: the median RTT under a TCP load agrees with the queue model within this fraction
+#: (labtools.model.queues; measured in the lab VM: 2.6 % off at 5 Mbit/s)
+LOADED_RTT_TOL_REL = 0.10
 #: a minimum RTT comes from a dense train: 60 echoes 50 ms apart (3 s). Under software
 #: emulation an idle emulated CPU wakes late for every timer; a busy one answers sooner
 #: (README, "Where the kernel cannot emulate").

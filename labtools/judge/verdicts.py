@@ -35,6 +35,8 @@ from labtools.judge.policy import INCONCLUSIVE, INVALID, OK, SUSPICIOUS
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
+    from labtools.model.queues import LoadedRtt
+
 #: columns of a verdict table (:func:`compare`)
 COMPARE_COLUMNS = ["metric", "expected", "measured", "unit", "ratio", "verdict", "reason"]
 
@@ -130,26 +132,74 @@ def rtt_verdict(min_ms: Optional[float], avg_ms: Optional[float], expected_ms: f
 
 
 def rtt_bound_verdict(largest_ms: Optional[float], max_ms: Optional[float],
-                      machine_ms: float = 0.0, unbounded: Tuple[str, ...] = ()) -> Verdict:
+                      machine_ms: Optional[float] = None, unbounded: Tuple[str, ...] = (),
+                      shaped: bool = True, full: str = "every queue on the way full",
+                      short_load: Optional[str] = None) -> Verdict:
     """The largest RTT sample (after the first, which also waits for address resolution)
-    against the worst the links can produce (``max_ms``: propagation plus every full queue
-    on the way, plus what this machine adds): above it, the emulator added the time."""
+    against the worst the links can produce (``max_ms``, with ``full``), plus what this
+    machine adds (``machine_ms`` from its calibration; None: not calibrated).
+
+    A sample above it is ``suspicious``: nothing in the links explains it, and the reason
+    says what is known, not whom to blame. ``short_load``: why the run's load did not drive
+    its link at the link's rate (the machine could not keep up): then ``inconclusive``.
+    ``shaped``: False when no link on the way or back has a rate (no queue can build)."""
     metric = "rtt_max"
+    if not shaped:
+        return Verdict(metric, None, largest_ms, "ms", OK,
+                       "no shaped link on the way: no queue builds here, the time is the "
+                       "machine's own (no bound from the links)")
     if max_ms is None:
         links = ", ".join(unbounded) or "a link"
         return Verdict(metric, None, largest_ms, "ms", OK,
                        f"no bound: {links} has no queue limit, waiting there is unbounded")
     if largest_ms is None:
         return Verdict(metric, max_ms, None, "ms", OK, "too few replies to compare")
-    limit = max_ms + machine_ms + policy.rtt_tolerance_ms(max_ms)
-    if largest_ms > limit:
-        return Verdict(metric, max_ms, largest_ms, "ms", SUSPICIOUS,
-                       f"a sample of {largest_ms:.1f} ms is above the worst the links can "
-                       f"produce ({max_ms:.1f} ms with every queue full): the emulator, not "
-                       "the network (CPU or scheduling) added the time")
-    return Verdict(metric, max_ms, largest_ms, "ms", OK,
-                   f"every sample within what the links can produce ({max_ms:.1f} ms with "
-                   "every queue full)")
+    if short_load is not None:
+        return Verdict(metric, max_ms, largest_ms, "ms", INCONCLUSIVE,
+                       f"inconclusive: {short_load}; the largest sample was {largest_ms:.1f} "
+                       f"ms against {max_ms:.1f} ms with {full}")
+    added = machine_ms or 0.0
+    limit = max_ms + added + policy.rtt_tolerance_ms(max_ms)
+    if largest_ms <= limit:
+        return Verdict(metric, max_ms, largest_ms, "ms", OK,
+                       f"every sample within what the links can produce ({max_ms:.1f} ms with "
+                       f"{full})")
+    known = (f"even with the {added:.1f} ms this machine adds (calibrated)"
+             if machine_ms is not None else "(this machine was not calibrated: what it adds "
+                                            "is unknown)")
+    return Verdict(metric, max_ms, largest_ms, "ms", SUSPICIOUS,
+                   f"a sample of {largest_ms:.1f} ms is above the worst the links can produce "
+                   f"({max_ms:.1f} ms with {full}) {known}: something outside the links "
+                   "delayed it (traffic you did not start, or another program's load on "
+                   "this machine)")
+
+
+def loaded_rtt_verdict(p50_ms: Optional[float], model: "LoadedRtt", machine_ms: float = 0.0,
+                       short_load: Optional[str] = None) -> Verdict:
+    """The median RTT under a TCP load against the queue model's typical RTT
+    (:mod:`labtools.model.queues`) plus what this machine adds: within
+    :data:`~labtools.judge.policy.LOADED_RTT_TOL_REL` is ``ok``. ``short_load``: why the
+    load did not drive its link at the link's rate (then ``inconclusive``)."""
+    metric = "rtt_p50 under load"
+    want = model.typical_ms + machine_ms
+    where = (f"{model.load_src}->{model.load_dst} fills {model.queue_link}'s queue: RTT "
+             f"{model.low_ms:.1f}-{model.high_ms:.1f} ms" if model.queue_link else
+             f"{model.load_src}->{model.load_dst} fills no queue on this pair's way")
+    if p50_ms is None:
+        return Verdict(metric, want, None, "ms", INVALID, "no reply: nothing to compare")
+    if short_load is not None:
+        return Verdict(metric, want, p50_ms, "ms", INCONCLUSIVE,
+                       f"inconclusive: {short_load}; the queue model ({where}) assumes the "
+                       "link ran at its rate")
+    tol = max(policy.RTT_TOL_MS, policy.LOADED_RTT_TOL_REL * want)
+    if abs(p50_ms - want) <= tol:
+        return Verdict(metric, want, p50_ms, "ms", OK,
+                       f"median {p50_ms:.1f} ms ≈ the model's {want:.1f} ms ({where})")
+    side = "above" if p50_ms > want else "below"
+    return Verdict(metric, want, p50_ms, "ms", SUSPICIOUS,
+                   f"median {p50_ms:.1f} ms is {abs(p50_ms / want - 1):.0%} {side} the model's "
+                   f"{want:.1f} ms ({where}): another flow, a different congestion control "
+                   "or queue than the topology says")
 
 
 # --- rates ---------------------------------------------------------------------------------

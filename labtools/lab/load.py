@@ -14,9 +14,11 @@ import subprocess
 import sys
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Iterator, List, Optional
 
-from labtools.errors import InputError
+from labtools.errors import InputError, LabtoolsError
+from labtools.judge import policy
 from labtools.judge.measurement import Measurement, ProbeCall, judge_parsed
 from labtools.lab.processes import TIMEOUT_MARGIN_S, terminate, wait_output
 from labtools.results.records import utc_now
@@ -36,10 +38,12 @@ HOG = [sys.executable, "-c", "while True:\n    pass"]
 def ping_under_load(lab: "LabSession", src: str, dst: str, load_src: str, load_dst: str,
                     count: Optional[int] = None, interval_s: Optional[float] = None) -> Measurement:
     """Ping ``src`` -> ``dst`` while an iperf3 transfer ``load_src`` -> ``load_dst`` runs
-    (it starts :data:`LOAD_LEAD_S` before the pings); the ping is judged and saved with the
-    load named in ``extra``, and the transfer is saved too."""
-    from labtools.lab import probes
-
+    (it starts :data:`LOAD_LEAD_S` before the pings). The pair's addresses are resolved
+    first (one ping, not kept): under load the address resolution itself waits in the full
+    queue, and every echo sent meanwhile waits with it. The ping is judged against the queue
+    model (:mod:`labtools.model.queues`) with the load's own received rate (did the machine
+    drive the link at its rate?) and saved with the load named in ``extra``; the transfer
+    is saved too."""
     call = ProbeCall("ping_under_load", {"src": src, "dst": dst, "load_src": load_src,
                                          "load_dst": load_dst})
     count = lab.durations.ping_count if count is None else count
@@ -48,25 +52,40 @@ def ping_under_load(lab: "LabSession", src: str, dst: str, load_src: str, load_d
     load_argv = toolargs.iperf3_client_args(lab.ip_towards(load_src, load_dst),
                                             duration_s=max(1.0, round(seconds, 1)),
                                             port=LOAD_PORT)
-
     ping_argv = toolargs.ping_args(lab.ip_towards(src, dst), count, interval_s)
+    prime_argv = toolargs.ping_args(lab.ip_towards(src, dst), 1, 0.2, deadline_s=5)
     load = f"iperf3 {load_src} -> {load_dst}"
 
     def measure() -> Measurement:
+        lab.run(src, prime_argv, 5 + TIMEOUT_MARGIN_S)  # resolve the addresses, idle
         with lab.server(load_dst, toolargs.iperf3_server_args(LOAD_PORT), LOAD_PORT):
             started = utc_now()
             proc = lab.start_process(load_src, load_argv)
+            raw_ping = raw = ""
+            load_call = ProbeCall("load", {"src": load_src, "dst": load_dst})
             try:
                 time.sleep(LOAD_LEAD_S)  # the queue fills
-                m = probes.run_tool(lab, "ping", src, dst, ping_argv,
-                                    count * interval_s + TIMEOUT_MARGIN_S, lab.context(), call,
-                                    extra={"load": load})
+                raw_ping = lab.run(src, ping_argv, count * interval_s + TIMEOUT_MARGIN_S)
+                pinged = parse("ping", raw_ping)
                 raw = wait_output(proc, load_argv, load_src, seconds + TIMEOUT_MARGIN_S)
+                warmup = policy.warmup_s(max(1.0, round(seconds, 1)))
+                loaded = judge_parsed(parse("iperf3", raw), lab.topo, load_src, load_dst,
+                                      lab.context(warmup_s=warmup), load_argv,
+                                      started_at=started, call=load_call)
+            except LabtoolsError as err:  # no ping "under load" without its load: both kept
+                lab.save_failure("ping", src, dst, ping_argv, raw_ping, err, started, call)
+                if raw:
+                    lab.save_failure("iperf3", load_src, load_dst, load_argv, raw, err,
+                                     started, load_call)
+                raise
             finally:
                 terminate(proc)
-        lab.save(judge_parsed(parse("iperf3", raw), lab.topo, load_src, load_dst, lab.context(),
-                              load_argv, started_at=started,
-                              call=ProbeCall("load", {"src": load_src, "dst": load_dst})))
+        context = replace(lab.context(), load=(load_src, load_dst),
+                          load_received_mbps=getattr(loaded.summary, "steady_mbps", None))
+        m = judge_parsed(pinged, lab.topo, src, dst, context, ping_argv, started_at=started,
+                         call=call, extra={"load": load})
+        lab.save(m)
+        lab.save(loaded)
         return m
 
     return lab.perform(call, measure)
