@@ -60,3 +60,10 @@ def test_iperf3_reads_m_as_a_power_of_ten():
 def test_bad_rates_are_refused(bad):
     with pytest.raises(InputError):
         args.iperf2_udp_client_args("10.0.0.2", bad)
+
+
+def test_a_ping_too_small_to_carry_its_timestamp_is_refused():
+    # iputils prints no time for echoes below 16 bytes (tests/fixtures/ping/size_untimed.txt)
+    with pytest.raises(InputError, match="size=8 is outside 16..65507"):
+        args.ping_args("10.0.0.2", size_bytes=8)
+    assert args.ping_args("10.0.0.2", size_bytes=16)[-3:] == ["-s", "16", "10.0.0.2"]

@@ -279,3 +279,19 @@ def test_notebook_files_and_timeout_are_for_execute(capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["labtools notebooks: error: FILE and --timeout are for execute, not check",
                    "labtools notebooks: error: FILE and --timeout are for execute, not build"]
+
+
+@pytest.mark.parametrize("option", ["--topology", "--src", "--dst"])
+def test_parse_refuses_an_empty_pair_option(option):
+    argv = ["parse", "ping", str(FIXTURES / "ping" / "normal.txt"),
+            "--topology", "portfolio", "--src", "h1", "--dst", "h2"]
+    argv[argv.index(option) + 1] = ""
+    proc = run_cli(argv)
+    assert proc.returncode == 2 and "must not be empty" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_parse_reads_no_more_than_one_runs_output():
+    proc = run_cli(["parse", "iperf3", "/dev/zero"])
+    assert proc.returncode == 2 and "more than 256 MiB" in proc.stderr
+    assert "Traceback" not in proc.stderr

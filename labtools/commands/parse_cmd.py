@@ -21,6 +21,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any, Dict
 
+from labtools.commands import options
 from labtools.errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,22 +35,36 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("parse", help="parse a tool's output and judge it",
                        description="Parse the saved output of ping, iperf, iperf3 or simpleperf.")
     p.add_argument("tool", choices=TOOLS, help="which tool wrote the output")
-    p.add_argument("file", metavar="FILE", help="the output file, or - for standard input")
+    p.add_argument("file", metavar="FILE", type=options.text,
+                   help="the output file, or - for standard input")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.add_argument("--topology", metavar="T", help="judge against this topology")
-    p.add_argument("--src", metavar="A", help="source node of the measurement")
-    p.add_argument("--dst", metavar="B", help="destination node of the measurement")
+    p.add_argument("--topology", metavar="T", type=options.text,
+                   help="judge against this topology")
+    p.add_argument("--src", metavar="A", type=options.text,
+                   help="source node of the measurement")
+    p.add_argument("--dst", metavar="B", type=options.text,
+                   help="destination node of the measurement")
     p.set_defaults(handler=run)
 
 
+#: the most output read (bytes): a day of 0.1 s iperf3 intervals is about 100 MB of JSON
+MAX_INPUT_BYTES = 256 * 2**20
+
+
 def _read(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
+    """The text of ``path`` (``-``: standard input), at most :data:`MAX_INPUT_BYTES`."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read()
+        if path == "-":
+            data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+        else:
+            with open(path, "rb") as handle:
+                data = handle.read(MAX_INPUT_BYTES + 1)
     except OSError as err:
         raise InputError(f"cannot read {path}: {err.strerror}") from None
+    if len(data) > MAX_INPUT_BYTES:
+        raise InputError(f"{path} holds more than {MAX_INPUT_BYTES // 2**20} MiB: not the "
+                         "output of one run")
+    return data.decode("utf-8", errors="replace")
 
 
 #: keys of the typed ping summary shown beside what ping printed

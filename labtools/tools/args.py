@@ -74,7 +74,8 @@ def ping_args(dst_ip: str, count: int = 10, interval_s: float = 0.2,
     """``ping -D -n -c COUNT -i INTERVAL -s SIZE [-w DEADLINE] DST``."""
     _check_int("count", count, 1, 10_000)
     _check_number("interval", interval_s, 0.01, 60, "s")
-    _check_int("size", size_bytes, 0, 65_507)
+    # below 16 bytes the echo cannot carry ping's timestamp: replies come without a time
+    _check_int("size", size_bytes, 16, 65_507)
     argv = ["ping", "-D", "-n", "-c", str(count), "-i", f"{interval_s:g}", "-s", str(size_bytes)]
     if deadline_s is not None:
         argv += ["-w", str(int(_check_number("deadline", deadline_s, 1, 36_000, "s")))]
