@@ -16,7 +16,7 @@
 # the .meta names. Traffic stays inside the namespaces; everything is removed on exit.
 #
 #   bash scripts/capture_fixtures.sh            # all tools
-#   bash scripts/capture_fixtures.sh ping       # only one of: ping iperf3 iperf3-text iperf3-bidir iperf2 iperf2-rate
+#   bash scripts/capture_fixtures.sh ping       # only one of: ping iperf3 iperf3-text iperf3-bidir iperf2 iperf2-rate iperf3-streams
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -405,15 +405,28 @@ capture_iperf2_rate() {
         "real capture of the server's stdout+stderr; server killed with SIGKILL 1 s after the client ended"
 }
 
+# the kit's own form of a -P run: the server's JSON report carries each connection's
+# receiver intervals (Jain's index is computed per connection from them)
+capture_iperf3_streams() {
+    local d=$out/iperf3 v port=5341; mkdir -p "$d"
+    v=$(iperf3 --version 2>&1 | head -1 || true)
+    start_server iperf3 -s -1 -J -p $port
+    in_cli timeout 30 iperf3 -c $SRV_IP -p $port -t 4 -i 1 -J --get-server-output -O 1 -P 3 \
+        > "$d/tcp_p3_server_output.json" 2>&1 || true
+    stop_server
+    meta "$d" tcp_p3_server_output iperf3 "$v" "server: iperf3 -s -1 -J -p $port; client: iperf3 -c $SRV_IP -p $port -t 4 -i 1 -J --get-server-output -O 1 -P 3"
+}
+
 build_net
 case $only in
-    all) capture_ping; capture_iperf3; capture_iperf3_text; capture_iperf3_bidir; capture_iperf2 ;;
+    all) capture_ping; capture_iperf3; capture_iperf3_text; capture_iperf3_bidir; capture_iperf2; capture_iperf3_streams ;;
     ping) capture_ping ;;
     iperf3) capture_iperf3; capture_iperf3_text; capture_iperf3_bidir ;;
     iperf3-text) capture_iperf3_text ;;
     iperf3-bidir) capture_iperf3_bidir ;;
     iperf2) capture_iperf2 ;;
     iperf2-rate) capture_iperf2_rate ;;
-    *) echo "capture_fixtures: unknown part $only (ping, iperf3, iperf3-text, iperf3-bidir, iperf2, iperf2-rate)" >&2; exit 2 ;;
+    iperf3-streams) capture_iperf3_streams ;;
+    *) echo "capture_fixtures: unknown part $only (ping, iperf3, iperf3-text, iperf3-bidir, iperf2, iperf2-rate, iperf3-streams)" >&2; exit 2 ;;
 esac
 echo "capture_fixtures: wrote $out/{ping,iperf3,iperf2}"

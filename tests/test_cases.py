@@ -33,5 +33,6 @@ def test_flow_rows_name_their_flow_and_set_rows_name_none(monkeypatch):
     assert [(r["src"], r["dst"], r["run_id"]) for r in flow_rows] == [
         (f"a{i}", f"b{i}", 99 + i) for i in range(1, 10)]
     set_rows = [r for r in rows if not r["metric"].startswith(("share ", "sender"))]
-    assert [r["metric"] for r in set_rows] == ["sum of shares", "Jain's index (per connection)"]
+    assert [r["metric"] for r in set_rows] == ["sum of shares",
+                                               "Jain's index (rate / fair share on B)"]
     assert all((r["src"], r["dst"], r["run_id"]) == ("", "", None) for r in set_rows)

@@ -92,7 +92,7 @@ def test_flows_are_judged_per_flow_and_together(capture):
                parse("iperf3", _text("iperf3", "tcp_omit.json"))]
     result = judge_flows(capture, flows, outputs, JudgeContext(), start_spread_ms=12.5)
     assert [v.metric for v in result.verdicts] == [
-        "share a1-b1", "share a2-b2", "sum of shares", "Jain's index (per connection)"]
+        "share a1-b1", "share a2-b2", "sum of shares", "Jain's index (rate / fair share on B)"]
     # two flows measured one after the other, each alone at ~19 Mbit/s: together impossible
     assert result.verdicts[2].verdict == "invalid"
     assert result.summary.start_spread_ms == 12.5
@@ -162,3 +162,38 @@ def test_policy_durations():
     assert quick.tcp_s < full.tcp_s and quick.sharing_s == full.sharing_s == 10
     assert quick.warmup_s == policy.warmup_s(quick.tcp_s) == 1.0
     assert full.warmup_s == policy.WARMUP_MAX_S
+
+
+def test_jain_uses_each_connections_own_rate(capture):
+    """A -P 3 flow: iperf3's server report gives each connection's receiver intervals
+    (5.85, 6.87, 6.40 Mbit/s after the warm-up); the index is computed on those, not on the
+    flow's rate split evenly (which is always 1.0)."""
+    from labtools.model.fairness import jain_index
+    from labtools.tools.summaries import steady_receiver_mbps, steady_stream_mbps
+
+    parsed = parse("iperf3", _text("iperf3", "tcp_p3_server_output.json"))
+    streams = steady_stream_mbps(parsed.rows, 1.0)
+    # the connections add up to the receiver's own per-interval sums
+    assert len(streams) == 3 and sum(streams) == pytest.approx(
+        steady_receiver_mbps(parsed.rows, 1.0), rel=1e-3)
+    result = judge_flows(capture, parse_flows("a1:b1x3", capture), [parsed],
+                         JudgeContext(warmup_s=1.0))
+    assert result.jain_index == pytest.approx(jain_index(streams))
+    assert result.jain_index < 1.0  # the even split of the flow's rate would give exactly 1
+
+
+def test_flows_that_share_no_bottleneck_have_no_fairness_index():
+    """Notebook 04's scenario D: h1-h4 (limited by L2) and h8-h9 (by L3) share no link, so
+    Jain's index says nothing about them (it said '0.927 ok: even sharing')."""
+    from labtools.model.catalog import load_topology
+
+    topo = load_topology("portfolio")
+    output = parse("iperf3", _text("iperf3", "tcp_p1.json"))
+    result = judge_flows(topo, parse_flows("h1:h4,h8:h9", topo), [output, output],
+                         JudgeContext())
+    assert result.jain_index is None
+    assert not any(v.metric.startswith("Jain") for v in result.verdicts)
+    shared = judge_flows(topo, parse_flows("h1:h4,h2:h5,h8:h9", topo), [output] * 3,
+                         JudgeContext())
+    assert [v.metric for v in shared.verdicts if v.metric.startswith("Jain")] == [
+        "Jain's index (rate / fair share on L2)"]

@@ -1,6 +1,11 @@
 """Judging concurrent flows: each flow against its max-min fair share, the flows together
 against the shared link, and Jain's index over the connections.
 
+Jain's index is computed on each connection's rate divided by its max-min fair share
+(iperf3's own per-stream receiver rates for a flow with parallel connections), over the
+connections whose share one link sets: fairness is about flows that compete. Flows that
+share no bottleneck (each alone on its own link) have no index.
+
 :func:`judge_flows` takes the flows and each one's parsed iperf3 output (nothing else), so
 a saved set of flows is rebuilt from its raw outputs exactly as it was judged.
 """
@@ -8,7 +13,7 @@ a saved set of flows is rebuilt from its raw outputs exactly as it was judged.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from labtools.judge import policy, verdicts
 from labtools.judge.measurement import JudgeContext, Measurement, ProbeCall, judge_parsed
@@ -18,6 +23,7 @@ from labtools.model.fairness import Flow, FlowShare, crossings, jain_index, max_
 from labtools.model.topology import Topology
 from labtools.tools.parsers.base import Parsed
 from labtools.tools.rows import Rows
+from labtools.tools.summaries import steady_stream_mbps
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -33,8 +39,9 @@ SHARES_DTYPES = {"flow": "object", "connections": "int64", "expected_share_mbps"
 @dataclass(frozen=True)
 class SharesSummary:
     """Concurrent flows in numbers: their total goodput (Mbit/s), what the shared link
-    carries (Mbit/s, None when they share none), Jain's index per connection and the
-    spread of their start (ms)."""
+    carries (Mbit/s, None when they share none), Jain's index of rate / fair share per
+    connection (the lowest over the links two or more connections share; None when no two
+    share one) and the spread of their start (ms)."""
 
     total_mbps: float
     capacity_mbps: Optional[float]
@@ -74,7 +81,7 @@ class FlowsMeasurement:
 
     @property
     def jain_index(self) -> Optional[float]:
-        """Jain's index over the per-connection rates."""
+        """Jain's index of rate / fair share per connection (see :class:`SharesSummary`)."""
         return self.summary.jain_index
 
     @property
@@ -110,6 +117,28 @@ def _shared_capacity(topo: Topology, flows: Sequence[Flow],
     return None if rate is None else tcp_goodput_ceiling_mbps(rate)
 
 
+def _bottleneck_groups(topo: Topology, flows: Sequence[Flow], shares: Sequence[FlowShare],
+                       outputs: Sequence[Parsed], rates: Sequence[Optional[float]],
+                       warmup_s: float) -> Dict[str, List[Tuple[float, float]]]:
+    """The connections of the flows, grouped by the link (in one direction) that sets their
+    max-min share, for the groups of two or more: (rate / fair share, fair share in Mbit/s
+    of goodput) each. A connection's rate is iperf3's own per-stream receiver rate when the
+    output has it, else its flow's rate split evenly."""
+    groups: Dict[Tuple[int, bool], List[Tuple[float, float]]] = {}
+    for flow, share, parsed, rate in zip(flows, shares, outputs, rates):
+        if share.per_connection_mbps is None or share.limited_by is None:
+            continue
+        fair = tcp_goodput_ceiling_mbps(share.per_connection_mbps)
+        streams = steady_stream_mbps(parsed.rows, warmup_s)
+        if len(streams) != flow.connections:
+            streams = [(rate or 0.0) / flow.connections] * flow.connections
+        key = next(k for k in crossings(topo, flow)
+                   if topo.links[k[0]].label == share.limited_by)
+        groups.setdefault(key, []).extend((got / fair, fair) for got in streams)
+    return {topo.links[key[0]].label: pairs for key, pairs in sorted(groups.items())
+            if len(pairs) > 1}
+
+
 def judge_flows(topo: Topology, flows: Sequence[Flow], outputs: Sequence[Parsed],
                 context: JudgeContext, commands: Sequence[Sequence[str]] = (),
                 start_spread_ms: Optional[float] = None,
@@ -142,11 +171,13 @@ def judge_flows(topo: Topology, flows: Sequence[Flow], outputs: Sequence[Parsed]
         total_row = verdicts.total_verdict(total, capacity, load, context.machine)
         total_ok = total_row.verdict != policy.INCONCLUSIVE
         rows.append(total_row)
-    per_connection = [(r or 0.0) / f.connections for f, r in zip(flows, rates)
-                      for _ in range(f.connections)]
-    jain = jain_index(per_connection) if any(per_connection) else None
-    if len(per_connection) > 1:
-        rows.append(verdicts.jain_verdict(jain, total_ok))
+    jains = []
+    for label, pairs in _bottleneck_groups(topo, flows, shares, outputs, rates,
+                                           context.warmup_s).items():
+        jain = jain_index([x for x, _w in pairs]) if any(x for x, _w in pairs) else None
+        rows.append(verdicts.jain_verdict(jain, total_ok, label))
+        jains.append(jain)
+    jain = min((j for j in jains if j is not None), default=None)
     table = Rows.of(SHARES_COLUMNS, SHARES_DTYPES, [{
         "flow": f"{f.src}-{f.dst}", "connections": f.connections,
         "expected_share_mbps": s.share_mbps, "expected_goodput_mbps": g, "measured_mbps": r,

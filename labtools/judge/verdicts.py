@@ -362,18 +362,20 @@ def total_verdict(total_mbps: float, capacity_mbps: float, load_mbps: float,
                    "shares add up to no more than the bottleneck")
 
 
-def jain_verdict(index: Optional[float], total_ok: bool) -> Verdict:
-    """Jain's index per connection against :data:`~labtools.judge.policy.JAIN_OK`; when the
+def jain_verdict(index: Optional[float], total_ok: bool, link: str = "") -> Verdict:
+    """Jain's index of the connections whose share ``link`` sets (each connection's rate
+    divided by its fair share) against :data:`~labtools.judge.policy.JAIN_OK`; when the
     total was not conclusive, uneven sharing may be the CPU's doing."""
+    metric = "Jain's index (rate / fair share" + (f" on {link})" if link else ")")
     if index is None:
-        return Verdict("Jain's index (per connection)", 1.0, None, "", INVALID,
-                       "no flow received anything")
+        return Verdict(metric, 1.0, None, "", INVALID, "no connection received anything")
     if index >= policy.JAIN_OK:
-        verdict, reason = OK, f"{index:.3f} ≥ {policy.JAIN_OK}: even sharing per connection"
+        verdict, reason = OK, f"{index:.3f} ≥ {policy.JAIN_OK}: each got about its fair share"
     elif not total_ok:
         verdict, reason = INCONCLUSIVE, (f"inconclusive: {index:.3f}, but the machine could "
                                          "not carry the load, so the CPU shared it out")
     else:
         verdict, reason = SUSPICIOUS, (f"{index:.3f} < {policy.JAIN_OK}: uneven sharing (1.0 "
-                                       "= even; short runs and large windows make it uneven)")
-    return Verdict("Jain's index (per connection)", 1.0, round(index, 4), "", verdict, reason)
+                                       "= every connection at its fair share; short runs and "
+                                       "large windows make it uneven)")
+    return Verdict(metric, 1.0, round(index, 4), "", verdict, reason)

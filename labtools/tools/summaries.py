@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Dict, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Union
 
 from labtools.errors import InputError
 from labtools.tools.rows import Rows
@@ -188,6 +188,31 @@ def steady_receiver_mbps(rows: Rows, warmup_s: float) -> Optional[float]:
     if span <= 0:
         return None
     return sum(mine.numbers("bytes")) * 8 / span / 1e6
+
+
+def _stream_is(stream: int) -> Callable[[Dict[str, Any]], bool]:
+    return lambda row: int(row["stream"]) == stream
+
+
+def steady_stream_mbps(rows: Rows, warmup_s: float) -> List[float]:
+    """Each stream's receiver rate (Mbit/s) after the warm-up, in stream order, from
+    iperf3's per-stream receiver intervals (a ``-P`` run: one connection each); empty when
+    the rows have none (no server report, or not iperf3's rows)."""
+    if not {"side", "stream", "start_s", "end_s", "bytes"} <= set(rows.columns):
+        return []
+    mine = rows.where(lambda r: r["side"] == "receiver" and int(r["stream"]) >= 1)
+    if "direction" in rows.columns:
+        mine = mine.where(lambda r: r["direction"] in ("forward", None))
+    if "omitted" in rows.columns and any(mine.column("omitted")):
+        mine = mine.where(lambda r: not r["omitted"])
+    else:
+        mine = mine.where(lambda r: float(r["start_s"]) >= warmup_s - 1e-6)
+    rates = []
+    for stream in sorted(set(int(v) for v in mine.column("stream"))):
+        one = mine.where(_stream_is(stream))
+        span = max(one.numbers("end_s")) - min(one.numbers("start_s"))
+        rates.append(sum(one.numbers("bytes")) * 8 / span / 1e6 if span > 0 else 0.0)
+    return rates
 
 
 def _tcp(parsed: "Parsed", warmup_s: float) -> RateSummary:
