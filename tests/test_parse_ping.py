@@ -252,7 +252,8 @@ def test_percentiles_and_the_worst_rtt_leave_out_duplicates_and_timeouts():
             firsts.append(rtt)
         seen.add(seq)
     typed = summarize(parsed)
-    assert typed.p999_ms == max(firsts) < parsed.summary["max_ms"]
+    assert typed.samples == len(firsts) and typed.p50_ms == sorted(firsts)[1]
+    assert max(firsts) < parsed.summary["max_ms"]  # the slowest was a duplicate
     assert typed.max_after_first_ms == max(firsts[1:])
     outstanding = summarize(ping.parse(raw("outstanding")))
     replies = [rtt for status, _, rtt in events("outstanding") if status == "reply"]
@@ -371,8 +372,10 @@ def test_parse_ping_json_shows_the_percentiles():
     assert proc.returncode == 0 and proc.stderr == ""
     summary = json.loads(proc.stdout)["summary"]
     rtts = sorted(rtt for _, _, rtt in events("normal"))
-    assert summary["p50_ms"] == rtts[4] and summary["p999_ms"] == rtts[-1]
-    assert {"p90_ms", "p99_ms", "max_after_first_ms", "unparsed_lines"} <= set(summary)
+    assert summary["p50_ms"] == rtts[4] and summary["p90_ms"] == rtts[8]
+    # ten replies: p99 and p99.9 would be the largest sample, so they are not shown
+    assert summary["p99_ms"] is None and summary["p999_ms"] is None
+    assert {"max_after_first_ms", "unparsed_lines"} <= set(summary)
 
 
 def test_parse_ping_warns_when_a_line_was_not_understood():
@@ -402,3 +405,12 @@ def test_a_time_no_clock_shows_is_a_line_not_understood():
     parsed = ping.parse(killed)
     assert parsed.summary["unparsed_lines"] == 1 and len(parsed.table) == 1
     parsed.table  # noqa: B018 - the table is made without an overflow
+
+
+@pytest.mark.parametrize("p, needs", [(0.9, 10), (0.99, 100), (0.999, 1000)])
+def test_a_tail_percentile_needs_a_sample_beyond_it(p, needs):
+    """p99.9 of 100 pings is their maximum: a percentile is shown only when at least one
+    reply lies beyond it."""
+    from labtools.tools.summaries import percentile_needs
+
+    assert percentile_needs(p) == needs

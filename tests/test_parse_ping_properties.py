@@ -57,7 +57,9 @@ def check(text: str) -> None:
     typed = summarize(parsed)
     if firsts:
         rtts = {r["rtt_ms"] for r in firsts}
-        got = [typed.p50_ms, typed.p90_ms, typed.p99_ms, typed.p999_ms]
+        got = [v for v in (typed.p50_ms, typed.p90_ms, typed.p99_ms, typed.p999_ms)
+               if v is not None]
+        assert typed.p50_ms is not None and typed.samples == len(firsts)
         assert all(v in rtts for v in got) and got == sorted(got)
     else:
         assert typed.p50_ms is None

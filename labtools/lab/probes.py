@@ -13,11 +13,12 @@ Durations and counts left out come from the session (``lab.durations``, see
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, TypeVar
 
 from labtools.errors import LabtoolsError, ToolError
 from labtools.judge import policy
 from labtools.judge.measurement import JudgeContext, Measurement, ProbeCall, judge_parsed
+from labtools.judge.repeated import check_repeat, judge_repeated
 from labtools.judge.shares import FlowsMeasurement, flows_spec, judge_flows
 from labtools.lab.processes import SERVER_READY_S, TIMEOUT_MARGIN_S, server_failure, wait_output
 from labtools.lab.startgate import StartGate
@@ -32,6 +33,25 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: seconds the clients of concurrent flows get to reach the start gate
 GATE_READY_S = 30.0
+T = TypeVar("T")
+
+
+def repeated(lab: "LabSession", call: ProbeCall, repeat: int,
+             measure: Callable[[ProbeCall], T]) -> Any:
+    """``measure`` once as the step ``call`` (``repeat`` 1: the measurement itself), or
+    ``repeat`` times as steps of their own, each saved with the call and its place
+    (``repeat``, ``run``), judged together on their medians
+    (:class:`~labtools.judge.repeated.RepeatedMeasurement`)."""
+    check_repeat(repeat)
+    if repeat == 1:
+        return lab.perform(call, lambda: measure(call))
+    runs = []
+    for k in range(repeat):
+        one = ProbeCall(call.probe, {**call.args, "repeat": repeat, "run": k})
+        runs.append(lab.perform(one, lambda one=one: measure(one)))  # type: ignore[misc]
+    return judge_repeated(runs, call=ProbeCall(call.probe, {**call.args, "repeat": repeat}),
+                          started_at=getattr(runs[0], "started_at", ""),
+                          finished_at=getattr(runs[-1], "finished_at", ""))
 
 
 def run_tool(lab: "LabSession", tool: str, src: str, dst: str, argv: List[str],
@@ -56,16 +76,17 @@ def run_tool(lab: "LabSession", tool: str, src: str, dst: str, argv: List[str],
 
 
 def ping(lab: "LabSession", src: str, dst: str, count: Optional[int] = None,
-         interval_s: Optional[float] = None, size_bytes: int = 56) -> Measurement:
+         interval_s: Optional[float] = None, size_bytes: int = 56, repeat: int = 1) -> Any:
     """``ping`` from ``src`` to ``dst`` (by default the dense train of the session's
-    durations): per-reply RTTs (ms), the summary and the verdict on the minimum RTT."""
+    durations): per-reply RTTs (ms), the summary and the verdict on the minimum RTT.
+    ``repeat``: runs of the same call (see :func:`repeated`)."""
     call = ProbeCall("ping", {"src": src, "dst": dst, "size_bytes": size_bytes})
     count = lab.durations.ping_count if count is None else count
     interval_s = lab.durations.ping_interval_s if interval_s is None else interval_s
     argv = toolargs.ping_args(lab.ip_towards(src, dst), count, interval_s, size_bytes)
     timeout = count * interval_s + TIMEOUT_MARGIN_S
-    return lab.perform(call, lambda: run_tool(lab, "ping", src, dst, argv, timeout,
-                                              lab.context(), call))
+    return repeated(lab, call, repeat, lambda one: run_tool(lab, "ping", src, dst, argv,
+                                                            timeout, lab.context(), one))
 
 
 def _iperf3_ok(parsed: Parsed) -> None:
@@ -79,10 +100,11 @@ def iperf3(lab: "LabSession", src: str, dst: str, duration_s: Optional[float] = 
            interval_s: float = 1, omit_s: Optional[float] = None,
            window_bytes: Optional[int] = None, parallel: int = 1, reverse: bool = False,
            bidir: bool = False, udp: bool = False, rate_mbps: Optional[float] = None,
-           port: int = toolargs.DEFAULT_PORT) -> Measurement:
+           port: int = toolargs.DEFAULT_PORT, repeat: int = 1) -> Any:
     """iperf3 from ``src`` (client) to a server the probe starts on ``dst``; JSON output
     with the server's own report (the receiver side). The warm-up (``omit_s``, by default
-    :func:`labtools.judge.policy.warmup_s`) is left out with ``-O``."""
+    :func:`labtools.judge.policy.warmup_s`) is left out with ``-O``. ``repeat``: runs of
+    the same call (see :func:`repeated`)."""
     call = ProbeCall("iperf3", {"src": src, "dst": dst, "window_bytes": window_bytes,
                                 "parallel": parallel, "reverse": reverse, "bidir": bidir,
                                 "udp": udp, "rate_mbps": rate_mbps})
@@ -94,19 +116,20 @@ def iperf3(lab: "LabSession", src: str, dst: str, duration_s: Optional[float] = 
     context = lab.context(warmup_s=omit_s, offered_mbps=rate_mbps if udp else None,
                           window_bytes=window_bytes)
 
-    def measure() -> Measurement:
+    def measure(one: ProbeCall) -> Measurement:
         with lab.server(dst, toolargs.iperf3_server_args(port), port):
             return run_tool(lab, "iperf3", src, dst, argv, duration_s + omit_s + TIMEOUT_MARGIN_S,
-                            context, call, _iperf3_ok)
+                            context, one, _iperf3_ok)
 
-    return lab.perform(call, measure)
+    return repeated(lab, call, repeat, measure)
 
 
 def iperf_udp(lab: "LabSession", src: str, dst: str, rate_mbps: float,
               duration_s: Optional[float] = None, datagram_bytes: int = 1470,
-              interval_s: Optional[float] = None, port: int = 5001) -> Measurement:
+              interval_s: Optional[float] = None, port: int = 5001, repeat: int = 1) -> Any:
     """iperf 2 UDP at ``rate_mbps`` from ``src`` to a server on ``dst``; the summary carries
-    the server report (received rate, jitter, lost/total)."""
+    the server report (received rate, jitter, lost/total). ``repeat``: runs of the same call
+    (see :func:`repeated`)."""
     call = ProbeCall("iperf_udp", {"src": src, "dst": dst, "rate_mbps": rate_mbps,
                                    "datagram_bytes": datagram_bytes})
     duration_s = lab.durations.udp_s if duration_s is None else duration_s
@@ -117,12 +140,12 @@ def iperf_udp(lab: "LabSession", src: str, dst: str, rate_mbps: float,
         if parsed.summary.get("receiver_mbps") is None:
             raise ToolError(f"iperf UDP {src}->{dst}: no server report (server gone or all lost)")
 
-    def measure() -> Measurement:
+    def measure(one: ProbeCall) -> Measurement:
         with lab.server(dst, toolargs.iperf2_server_args(udp=True, port=port), port, udp=True):
             return run_tool(lab, "iperf", src, dst, argv, duration_s + TIMEOUT_MARGIN_S,
-                            lab.context(offered_mbps=rate_mbps), call, has_report)
+                            lab.context(offered_mbps=rate_mbps), one, has_report)
 
-    return lab.perform(call, measure)
+    return repeated(lab, call, repeat, measure)
 
 
 def _simpleperf_ok(parsed: Parsed) -> None:
@@ -134,9 +157,11 @@ def _simpleperf_ok(parsed: Parsed) -> None:
 
 
 def simpleperf(lab: "LabSession", src: str, dst: str, duration_s: Optional[float] = None,
-               interval_s: float = 1, parallel: int = 1, port: int = 8088) -> Measurement:
+               interval_s: float = 1, parallel: int = 1, port: int = 8088,
+               repeat: int = 1) -> Any:
     """The kit's simpleperf from ``src`` to a server on ``dst``; the server's byte count
-    is the receiver side, judged after the warm-up."""
+    is the receiver side, judged after the warm-up. ``repeat``: runs of the same call (see
+    :func:`repeated`)."""
     call = ProbeCall("simpleperf", {"src": src, "dst": dst, "parallel": parallel})
     duration_s = lab.durations.tcp_s if duration_s is None else duration_s
     server_ip = lab.ip_towards(src, dst)
@@ -146,27 +171,28 @@ def simpleperf(lab: "LabSession", src: str, dst: str, duration_s: Optional[float
                                            wait_s=SERVER_READY_S)
     context = lab.context(warmup_s=policy.warmup_s(duration_s))
 
-    def measure() -> Measurement:
+    def measure(one: ProbeCall) -> Measurement:
         with lab.server(dst, toolargs.simpleperf_server_args(server_ip, port), port,
                         wait=False) as server:
             try:
                 return run_tool(lab, "simpleperf", src, dst, argv,
-                                SERVER_READY_S + duration_s + TIMEOUT_MARGIN_S, context, call,
+                                SERVER_READY_S + duration_s + TIMEOUT_MARGIN_S, context, one,
                                 _simpleperf_ok)
             except LabtoolsError as err:
                 raise server_failure(server, "simpleperf", dst) or err from None
 
-    return lab.perform(call, measure)
+    return repeated(lab, call, repeat, measure)
 
 
 def concurrent_iperf3(lab: "LabSession", flows: Sequence[Flow],
                       duration_s: Optional[float] = None, omit_s: Optional[float] = None,
-                      interval_s: float = 1,
-                      window_bytes: Optional[int] = None) -> FlowsMeasurement:
+                      interval_s: float = 1, window_bytes: Optional[int] = None,
+                      repeat: int = 1) -> Any:
     """Several iperf3 flows at once, each to its own server, released together through a
     :class:`StartGate`; judged against their max-min fair shares (a flow's connections
     become ``-P``). Every flow's output is saved, the failed ones too, before an error is
-    raised; the set is saved as a group with the start spread and the verdicts."""
+    raised; the set is saved as a group with the start spread and the verdicts.
+    ``repeat``: sets of the same flows, one after the other (see :func:`repeated`)."""
     flows = list(flows)
     call = ProbeCall("concurrent_iperf3", {"flows": flows_spec(flows),
                                            "window_bytes": window_bytes})
@@ -175,8 +201,8 @@ def concurrent_iperf3(lab: "LabSession", flows: Sequence[Flow],
     argvs = [toolargs.iperf3_client_args(
         lab.ip_towards(f.src, f.dst), duration_s, interval_s, omit_s, window_bytes,
         f.connections, port=toolargs.DEFAULT_PORT + i) for i, f in enumerate(flows)]
-    return lab.perform(call, lambda: _run_flows(lab, flows, argvs, duration_s + omit_s,
-                                                omit_s, call))
+    return repeated(lab, call, repeat, lambda one: _run_flows(lab, flows, argvs,
+                                                              duration_s + omit_s, omit_s, one))
 
 
 def _run_flows(lab: "LabSession", flows: List[Flow], argvs: List[List[str]], seconds: float,

@@ -46,6 +46,9 @@ class RttSummary:
     max_after_first_ms: Optional[float] = None  #: the largest RTT after the first reply
     complete: bool = True
     kind: str = "rtt"
+    #: the replies the percentiles rest on; a tail percentile needs enough of them
+    #: (:func:`percentile_needs`: p90 10, p99 100, p99.9 1000), else it is None
+    samples: int = 0
 
     def as_dict(self) -> Dict[str, Any]:
         """JSON-ready form."""
@@ -129,9 +132,18 @@ def _replies(rows: Rows) -> Rows:
     return rows
 
 
+def percentile_needs(p: float) -> int:
+    """Replies a percentile ``p`` (a fraction) needs before it is shown: at least one
+    sample beyond it, so that it is not simply the largest sample (p99.9 of 100 pings is
+    their maximum): 10 for p90, 100 for p99, 1000 for p99.9."""
+    return math.ceil(round(1 / (1 - p), 9))
+
+
 def rtt_percentiles(rows: Rows) -> Dict[str, Optional[float]]:
     """p50, p90, p99 and p99.9 (ms) of the replies' RTTs (duplicates, timeouts and errors
-    left out; the nearest sample at or above each rank, so every value is a real sample)."""
+    left out; the nearest sample at or above each rank, so every value is a real sample).
+    A percentile is None when the replies are too few for it (:func:`percentile_needs`);
+    p50 is there whenever there is a reply."""
     keys = ("p50_ms", "p90_ms", "p99_ms", "p999_ms")
     if "rtt_ms" not in rows.columns:
         return dict.fromkeys(keys)
@@ -140,9 +152,17 @@ def rtt_percentiles(rows: Rows) -> Dict[str, Optional[float]]:
         return dict.fromkeys(keys)
     out: Dict[str, Optional[float]] = {}
     for key, p in zip(keys, PERCENTILES):
+        if p > 0.5 and len(values) < percentile_needs(p):
+            out[key] = None
+            continue
         rank = max(1, math.ceil(p * len(values)))
         out[key] = values[rank - 1]
     return out
+
+
+def reply_count(rows: Rows) -> int:
+    """How many replies the percentiles rest on (duplicates, timeouts and errors left out)."""
+    return len(_replies(rows).numbers("rtt_ms")) if "rtt_ms" in rows.columns else 0
 
 
 def _rtt(parsed: "Parsed") -> RttSummary:
@@ -155,7 +175,7 @@ def _rtt(parsed: "Parsed") -> RttSummary:
         mdev_ms=_num(s.get("mdev_ms")), p50_ms=p["p50_ms"], p90_ms=p["p90_ms"],
         p99_ms=p["p99_ms"], p999_ms=p["p999_ms"],
         max_after_first_ms=_max_after_first(parsed.rows),
-        complete=bool(s.get("complete", True)))
+        complete=bool(s.get("complete", True)), samples=reply_count(parsed.rows))
 
 
 def _max_after_first(rows: Rows) -> Optional[float]:
