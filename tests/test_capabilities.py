@@ -14,8 +14,10 @@ import pytest
 from labtools.errors import ParseError
 from labtools.system import capabilities as caps
 from labtools.system import doctor as doctor_cmd
+from labtools.system import userns
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "capabilities"
+SANDBOX = Path(__file__).resolve().parent / "fixtures" / "sandbox"
 
 # fixture file -> (tool, version it reports); see fixtures/capabilities/README.md
 VERSIONS = {
@@ -53,6 +55,73 @@ def test_netem_probe_runs_in_a_throwaway_namespace():
     args = caps.netem_probe_args()
     assert args[:3] == ["unshare", "--net", "--"]
     assert args[3:] == ["tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"]
+    user = caps.netem_probe_args(user_namespace=True)  # what a user without root can try
+    assert user[:5] == ["unshare", "--user", "--map-root-user", "--net", "--"]
+    assert user[5:] == args[3:]
+    ok, detail = caps.interpret_netem_probe(2, (SANDBOX / "netem-userns-missing.txt").read_text())
+    assert not ok and "no sch_netem" in detail
+
+
+def test_the_netem_module_is_loaded_built_in_loadable_or_missing():
+    dep = (SANDBOX / "modules-dep-sched.txt").read_text()
+    builtin = (SANDBOX / "modules-builtin.txt").read_text()
+    assert caps.module_state(dep, builtin, False, "sch_netem") == "not loaded"
+    assert caps.module_state(dep, builtin, True, "sch_netem") == "loaded"
+    assert caps.module_state(dep, builtin, False, "sch_fq_codel") == "built in"
+    assert caps.module_state(dep, builtin, False, "sch_nosuch") == "missing"
+    assert caps.module_state("", "", False, "sch_netem") == "missing"  # no modules: this host
+    zst = dep.replace("sch_netem.ko:", "sch_netem.ko.zst:")  # Ubuntu compresses its modules
+    assert caps.module_state(zst, builtin, False, "sch_netem") == "not loaded"
+    assert caps.module_state(dep, builtin, False, "netem") == "missing"  # whole names only
+
+
+def test_the_doctor_says_how_to_load_netem_or_to_use_the_vm():
+    assert "modprobe sch_netem" in doctor_cmd.netem_fix("not loaded")
+    assert "modules-load.d" in doctor_cmd.netem_fix("not loaded")
+    assert doctor_cmd.netem_fix("missing") == doctor_cmd.USE_THE_VM
+
+
+def test_sandbox_probe_builds_what_a_lab_builds():
+    args = userns.probe_args()
+    assert args[:5] == ["unshare", "--user", "--map-root-user", "--net", "--"]
+    assert "type bridge" in args[-1] and "type veth" in args[-1] and " htb " in args[-1]
+    nobody = userns.probe_args(as_ordinary_user=True)
+    assert nobody[:5] == ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+    assert nobody[5:] == args
+
+
+@pytest.mark.parametrize("sysctl, value", [
+    ("kernel.unprivileged_userns_clone", "0"), ("user.max_user_namespaces", "0"),
+    ("kernel.apparmor_restrict_unprivileged_userns", "1")])
+def test_a_refused_sandbox_names_the_setting_to_change(sysctl, value):
+    refused = (SANDBOX / "probe-eperm.txt").read_text()
+    detail, fix = userns.explain_failure(refused, {sysctl: value})
+    assert detail.startswith(f"{sysctl} is {value} (unshare: unshare failed: Operation not "
+                             "permitted)")
+    assert f"sysctl -w {sysctl}=" in fix and "/etc/sysctl.d/" in fix
+    allowing = {"kernel.unprivileged_userns_clone": "1", "user.max_user_namespaces": "96364",
+                "kernel.apparmor_restrict_unprivileged_userns": "0"}
+    detail, fix = userns.explain_failure(refused, allowing)
+    assert detail == "the kernel refused it (unshare: unshare failed: Operation not permitted)"
+
+
+def test_a_refused_sandbox_in_a_container_or_at_the_limit():
+    refused = (SANDBOX / "probe-eperm.txt").read_text()
+    detail, fix = userns.explain_failure(refused, {}, container=True)
+    assert detail.startswith("refused in this container") and "seccomp" in fix
+    full = (SANDBOX / "probe-enospc.txt").read_text()
+    detail, fix = userns.explain_failure(full, {"user.max_user_namespaces": "15000"})
+    assert "limit of user namespaces is reached" in detail and "max_user_namespaces" in fix
+
+
+def test_the_sandbox_probe_on_this_machine_agrees_with_a_direct_try():
+    import subprocess
+
+    ok, detail, fix = userns.sandbox_ok()
+    direct = subprocess.run(userns.probe_args(), capture_output=True, env=caps.tools_env())
+    assert ok == (direct.returncode == 0), detail
+    assert bool(fix) == (not ok)
+    assert (SANDBOX / "probe-ok.txt").read_text() == ""  # what a working probe says
 
 
 def test_interpret_netem_probe_missing_and_ok():
@@ -120,9 +189,14 @@ def test_no_kvm_device_means_no_probe(tmp_path, monkeypatch):
     assert caps.kvm_usable() == (False, "/dev/kvm does not exist")
 
 
-def test_native_network_needs_root(monkeypatch):
+def test_native_network_needs_a_sandbox_not_root(monkeypatch):
     monkeypatch.setattr(caps, "is_root", lambda: False)
-    monkeypatch.setattr(caps, "kernel_has_netem", lambda: pytest.fail("probed without root"))
+    monkeypatch.setattr(caps, "mininet_available", lambda: (True, "here"))
+    monkeypatch.setattr(caps, "find_tool", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(caps, "kernel_has_netem", lambda: (True, "works"))
+    monkeypatch.setattr(userns, "sandbox_ok", lambda: (True, "works", ""))
+    assert caps.native_network_ok() is True
+    monkeypatch.setattr(userns, "sandbox_ok", lambda: (False, "refused", "allow it"))
     assert caps.native_network_ok() is False
 
 
@@ -140,8 +214,9 @@ def _check(name, ok, required=True):
     return doctor_cmd.Check(name, ok, "detail", "" if ok else "do this", required)
 
 
-def _report(netem_ok, runner_ok, iperf_ok=True):
-    return [_check("root", True), _check("iperf", iperf_ok),
+def _report(netem_ok, runner_ok, iperf_ok=True, sandbox_ok=True):
+    return [_check("lab sandbox", sandbox_ok), _check("root", False, False),
+            _check("iperf", iperf_ok),
             _check("netem in this kernel", netem_ok, False), _check("KVM", False, False),
             _check("VM runner", runner_ok, False)]
 
@@ -151,6 +226,7 @@ def test_kit_can_work_natively_or_through_the_vm():
     assert doctor_cmd.kit_can_work(_report(netem_ok=False, runner_ok=True))
     assert not doctor_cmd.kit_can_work(_report(netem_ok=False, runner_ok=False))
     assert not doctor_cmd.kit_can_work(_report(netem_ok=True, runner_ok=True, iperf_ok=False))
+    assert not doctor_cmd.kit_can_work(_report(netem_ok=True, runner_ok=True, sandbox_ok=False))
     assert "VM runner" in doctor_cmd.verdict(_report(netem_ok=False, runner_ok=True))
 
 
@@ -175,7 +251,7 @@ def test_doctor_report_on_this_machine(tmp_path, monkeypatch, capsys):
         assert isinstance(row["ok"], bool) and row["detail"]
         assert bool(row["fix"]) == (not row["ok"])
     by_name = {r["name"]: r["ok"] for r in report}
-    expected = all(by_name[n] for n in ("root", "Mininet", "iperf", "iperf3", "ping",
+    expected = all(by_name[n] for n in ("lab sandbox", "Mininet", "iperf", "iperf3", "ping",
                                         "bridge utilities"))
     expected = expected and (by_name["netem in this kernel"] or by_name["VM runner"])
     assert status == (0 if expected else 1)

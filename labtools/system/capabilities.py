@@ -1,4 +1,5 @@
-"""What this machine can do for the lab: root, tools, kernel features, KVM, the VM runner.
+"""What this machine can do for the lab: tools, kernel features, KVM, the VM runner (whether
+this user can give a lab a sandbox: :mod:`labtools.system.userns`).
 
 Every check is cheap except the KVM probe (a tiny VM boot with a short time-out), whose
 result is cached in ``<cache dir>/kvm-probe.json`` (see :func:`cache_dir`) so that
@@ -12,6 +13,7 @@ Public entry points:
 * :func:`native_network_ok` -- can real Mininet with delays run here, without a VM?
 * :func:`tool_info` -- path and version of a tool (``iperf``, ``iperf3``, ``ping``...).
 * :func:`kernel_has_netem`, :func:`kernel_has_module` -- kernel features, tried for real.
+* :func:`netem_module_state` -- is ``sch_netem`` loaded, built in, loadable or missing?
 * :func:`kvm_usable` -- does a KVM boot actually work (cached probe)?
 * :func:`find_vm_kernel`, :func:`vm_runner_missing` -- is the VM runner ready?
 """
@@ -85,7 +87,7 @@ class ToolInfo:
 
 
 def is_root() -> bool:
-    """True when running with user id 0 (network namespaces and tc need it)."""
+    """True when running with user id 0 (Open vSwitch labs and loading modules need it)."""
     return os.geteuid() == 0
 
 
@@ -160,10 +162,12 @@ def mininet_available() -> Tuple[bool, str]:
     return True, f"Python package in {Path(spec.origin).parent}"
 
 
-def netem_probe_args() -> List[str]:
-    """Try a netem qdisc in a throwaway network namespace that vanishes with the process."""
-    return ["unshare", "--net", "--", "tc", "qdisc", "add", "dev", "lo", "root",
-            "netem", "delay", "1ms"]
+def netem_probe_args(user_namespace: bool = False) -> List[str]:
+    """Try a netem qdisc in a throwaway network namespace that vanishes with the process
+    (with ``user_namespace``, in a user namespace of its own too: what a user without root
+    can try, as a lab's sandbox would)."""
+    unshare = ["unshare", *(["--user", "--map-root-user"] if user_namespace else []), "--net"]
+    return [*unshare, "--", "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"]
 
 
 def interpret_netem_probe(returncode: int, output: str) -> Tuple[bool, str]:
@@ -177,19 +181,46 @@ def interpret_netem_probe(returncode: int, output: str) -> Tuple[bool, str]:
 
 
 def kernel_has_netem(timeout_s: float = 5.0) -> Tuple[bool, str]:
-    """Does this kernel emulate delay? Tried for real: modprobe, then a netem qdisc."""
-    if not is_root():
-        return False, "cannot test without root"
+    """Does this kernel emulate delay? Tried for real: a netem qdisc in a throwaway
+    namespace (as root after ``modprobe``; otherwise in a user namespace, which cannot load
+    a module: root loads it on the host, see :func:`netem_module_state`)."""
     env = tools_env()
     if shutil.which("unshare", path=env["PATH"]) is None:
         return False, "the 'unshare' tool (util-linux) is missing"
     try:
-        kernel_has_module("sch_netem", timeout_s)  # loads it unless loaded (the lab VM does)
-        proc = subprocess.run(netem_probe_args(), capture_output=True, text=True,
-                              timeout=timeout_s, env=env, check=False)
+        if is_root():
+            kernel_has_module("sch_netem", timeout_s)  # loads it unless loaded (the lab VM does)
+        proc = subprocess.run(netem_probe_args(user_namespace=not is_root()),
+                              capture_output=True, text=True, timeout=timeout_s, env=env,
+                              check=False)
     except (OSError, subprocess.TimeoutExpired) as err:
         return False, f"netem probe could not run: {err}"
     return interpret_netem_probe(proc.returncode, proc.stdout + proc.stderr)
+
+
+def module_state(modules_dep: str, builtin: str, loaded: bool, name: str) -> str:
+    """``loaded``, ``built in``, ``not loaded`` (installed, loadable by root) or
+    ``missing`` (this kernel has no such module), from the kernel's ``modules.dep`` and
+    ``modules.builtin`` texts and whether ``/sys/module/NAME`` exists."""
+    if loaded:
+        return "loaded"
+    pattern = re.compile(rf"(^|/){re.escape(name)}\.ko(\.[a-z]+)?(:|$)", re.MULTILINE)
+    if pattern.search(builtin):
+        return "built in"
+    return "not loaded" if pattern.search(modules_dep) else "missing"
+
+
+def netem_module_state(release: Optional[str] = None) -> str:
+    """What :func:`module_state` says of ``sch_netem`` in the running kernel (or
+    ``release``)."""
+    folder = Path("/lib/modules", release or platform.release())
+    texts = []
+    for name in ("modules.dep", "modules.builtin"):
+        try:
+            texts.append((folder / name).read_text(errors="replace"))
+        except OSError:
+            texts.append("")
+    return module_state(texts[0], texts[1], Path("/sys/module/sch_netem").exists(), "sch_netem")
 
 
 def kernel_has_module(name: str, timeout_s: float = 5.0) -> bool:
@@ -239,10 +270,14 @@ def vm_runner_missing() -> List[Tuple[str, str]]:
     if find_tool("qemu") is None:
         pkg = "qemu-system-arm" if platform.machine() == "aarch64" else "qemu-system-x86"
         missing.append((qemu_binary(), f"apt-get install {pkg}"))
-    if find_vm_kernel() is None:
+    kernel = find_vm_kernel()
+    if kernel is None:
         pkg = DEBIAN_KERNEL_PACKAGES.get(platform.machine(), "a linux-image package")
         missing.append(("a stock kernel image in /boot with its modules",
                         f"apt-get install {pkg}"))
+    elif not os.access(kernel, os.R_OK):  # Ubuntu's images: root only
+        missing.append((f"read access to {kernel} (this user boots it)",
+                        f"as root: chmod 0644 {kernel}"))
     if find_tool("busybox") is None:
         missing.append(("busybox", "apt-get install busybox-static"))
     return missing
@@ -328,6 +363,9 @@ def kvm_usable(recheck: bool = False, timeout_s: float = KVM_PROBE_TIMEOUT_S,
 
 
 def native_network_ok() -> bool:
-    """Can real Mininet networks with delays run natively (root, Mininet, netem, brctl)?"""
-    return (is_root() and mininet_available()[0] and find_tool("brctl") is not None
-            and kernel_has_netem()[0])
+    """Can real networks with delays run natively: a lab sandbox for this user (root or
+    not, :mod:`labtools.system.userns`), Mininet, brctl and netem?"""
+    from labtools.system.userns import sandbox_ok
+
+    return (mininet_available()[0] and find_tool("brctl") is not None
+            and sandbox_ok()[0] and kernel_has_netem()[0])

@@ -1,7 +1,10 @@
 """Can this machine run the lab, and how to fix what is missing (``labtools doctor``).
 
-One :class:`Check` per item (root, Mininet, the tools, Open vSwitch, netem, KVM, the VM
-runner), each with what was found and how to fix it. The slow KVM probe is cached.
+One :class:`Check` per item (the lab sandbox, root, Mininet, the tools, Open vSwitch, netem,
+KVM, the VM runner), each with what was found and how to fix it. The slow KVM probe is
+cached. A lab needs no root: its network lives in a user namespace of its own (the "lab
+sandbox" check says whether this machine allows it, and which setting to change when not);
+only Open vSwitch switches and loading ``sch_netem`` need root.
 """
 
 from __future__ import annotations
@@ -49,11 +52,19 @@ def _tool_check(name: str) -> Check:
     return Check(name, True, f"{info.version or 'unknown version'} ({info.path})", "")
 
 
+def _sandbox_check() -> Check:
+    from labtools.system.userns import sandbox_ok
+
+    ok, detail, fix = sandbox_ok()
+    return Check("lab sandbox", ok, detail, fix)
+
+
 def _root_check() -> Check:
     if caps.is_root():
-        return Check("root", True, "running as root", "")
-    return Check("root", False, "not running as root",
-                 "run as root (e.g. sudo labtools ...): network namespaces and tc need it")
+        return Check("root", True, "running as root", "", required=False)
+    return Check("root", False, "not running as root (labs with Linux bridges need none)",
+                 "optional: only Open vSwitch switches (--switch ovs) need root (sudo)",
+                 required=False)
 
 
 def _mininet_check() -> Check:
@@ -76,15 +87,30 @@ def _ovs_check() -> Check:
     if not caps.kernel_has_module("openvswitch"):
         return Check("Open vSwitch", False, f"tools {info.version}, but this kernel has no "
                      "openvswitch module", fix, required=False)
-    return Check("Open vSwitch", True, f"{info.version}, kernel module present", "",
-                 required=False)
+    return Check("Open vSwitch", True, f"{info.version}, kernel module present (OVS "
+                 "switches need root)", "", required=False)
+
+
+#: what to do where this kernel cannot emulate links at all
+USE_THE_VM = "use the VM runner (labtools vm -- CMD); make test and make lab use it on their own"
+
+
+def netem_fix(state: str) -> str:
+    """What to do when the netem probe failed, from :func:`caps.netem_module_state`: load
+    an installed module as root on the host (a lab's user namespace, or a container,
+    cannot), or use the VM runner where this kernel has none."""
+    if state == "not loaded":
+        return ("as root on the host: modprobe sch_netem (at every boot: echo sch_netem > "
+                "/etc/modules-load.d/labtools.conf); a user namespace or a container cannot "
+                "load it. Or " + USE_THE_VM)
+    return USE_THE_VM
 
 
 def _netem_check() -> Check:
     ok, detail = caps.kernel_has_netem()
-    fix = ("" if ok else "use the VM runner (labtools vm -- CMD); make test and make lab "
-           "use it on their own")
-    return Check("netem in this kernel", ok, detail, fix, required=False)
+    state = caps.netem_module_state()
+    return Check("netem in this kernel", ok, f"{detail}; sch_netem module: {state}",
+                 "" if ok else netem_fix(state), required=False)
 
 
 def _kvm_check(recheck: bool) -> Check:
@@ -115,6 +141,7 @@ def _vm_runner_check() -> Check:
 
 #: the checks in report order (name -> function(recheck) -> Check)
 CHECKS: Dict[str, Callable[[bool], Check]] = {
+    "lab sandbox": lambda recheck: _sandbox_check(),
     "root": lambda recheck: _root_check(),
     "Mininet": lambda recheck: _mininet_check(),
     "iperf": lambda recheck: _tool_check("iperf"),
