@@ -28,11 +28,11 @@ from labtools.system.cleanup import (
     LeftoverProcess,
     Leftovers,
     find_leftovers,
-    guard_signals,
     kit_process_name,
     remove,
     run_mn_clean,
 )
+from labtools.system.signals import guard_signals
 from labtools.tools.args import SIMPLEPERF
 
 # --- pure parts ------------------------------------------------------------------------
@@ -287,6 +287,34 @@ def test_a_vm_whose_runner_died_is_a_leftover_and_a_live_ones_is_not(tmp_path):
             vm.kill()
 
 
+@pytest.mark.skipif(not shutil.which("unshare") or not shutil.which("setsid"),
+                    reason="needs unshare and setsid")
+def test_a_vm_in_a_container_is_not_a_leftover_of_the_machine(tmp_path):
+    """A student's container runs its own lab VM: its owner's PID and its folder are the
+    container's (another PID namespace), never this machine's leftovers."""
+    folder = tmp_path / f"{vm_leftovers.VM_MARK}t92"
+    folder.mkdir()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (folder / vm_leftovers.VM_OWNER_FILE).write_text(f"{dead.pid}\n")
+    outer = subprocess.Popen(["unshare", "--user", "--map-root-user", "--pid", "--fork", "--",
+                              "setsid", "sh", "-c", "sleep 300", str(folder / "guest.sh")],
+                             start_new_session=True)
+    try:
+        deadline, vm = time.monotonic() + 10, None
+        while vm is None and time.monotonic() < deadline:
+            vm = next((int(e) for e in os.listdir("/proc") if e.isdigit() and str(folder)
+                       in Path(f"/proc/{e}/cmdline").read_bytes().decode(errors="replace")
+                       and Path(f"/proc/{e}/comm").read_text().strip() == "sh"), None)
+            time.sleep(0.05)
+        assert vm is not None
+        assert os.readlink(f"/proc/{vm}/ns/pid") != os.readlink("/proc/self/ns/pid")
+        assert vm not in {p.pid for p in find_leftovers().processes}
+    finally:
+        os.killpg(outer.pid, signal.SIGKILL)
+        outer.wait()
+
+
 def test_a_runner_folder_is_stale_only_when_its_owner_is_gone(tmp_path, monkeypatch):
     monkeypatch.setattr(vm_leftovers.tempfile, "gettempdir", lambda: str(tmp_path))
     dead = subprocess.Popen(["true"])
@@ -302,3 +330,73 @@ def test_a_runner_folder_is_stale_only_when_its_owner_is_gone(tmp_path, monkeypa
     monkeypatch.setenv(vm_leftovers.IN_VM_VARIABLE, "1")  # a guest never touches them
     (live / vm_leftovers.VM_OWNER_FILE).write_text(f"{dead.pid}\n")
     assert find_leftovers().folders == []
+
+
+# --- sandboxed labs -----------------------------------------------------------------------
+def test_sandboxes_are_told_apart_by_their_marks():
+    from labtools.lab.sandbox import holder_argv
+    from labtools.system import sandbox_leftovers as sl
+
+    holder = holder_argv()[holder_argv().index("sh"):]  # what unshare leaves running
+    node = ["sh", "-s", "labtools-node:h1"]
+    tool = ["iperf3", "-s", "-p", "5201"]
+    assert sl.is_holder(holder) and not sl.is_holder(node) and not sl.is_holder(tool)
+    assert sl.is_node_shell(node) and not sl.is_node_shell(["sh", "-s", "mininet:h1"])
+    assert sl.process_name("sh", node) == "labtools-node:h1"
+    assert sl.process_name("iperf3", tool) == "iperf3"
+    argvs = {1: holder, 2: node, 3: tool, 4: node, 5: tool, 6: ["chromium", "--type=zygote"]}
+    spaces = {1: "user:[1]", 2: "user:[1]", 3: "user:[1]",  # a running lab
+              4: "user:[2]", 5: "user:[2]",  # a lab whose holder was killed too
+              6: "user:[3]"}  # another program's sandbox
+    assert sl.orphaned_sandboxes(argvs, spaces) == [4, 5]
+    assert sl.running_sandboxes(argvs) == 1
+
+
+_can_sandbox = pytest.mark.skipif(
+    not all(shutil.which(t) for t in ("mnexec", "nsenter", "iperf3")),
+    reason="needs mnexec (Mininet), nsenter and iperf3")
+
+
+@_can_sandbox
+def test_a_sandbox_whose_holder_was_killed_is_a_leftover_and_clean_removes_it():
+    """The only way a sandboxed lab leaves anything: its holder killed with its process."""
+    from labtools.lab.nodes import NodeShell
+    from labtools.lab.sandbox import Sandbox
+
+    box = Sandbox()
+    node = NodeShell("n95", box)
+    tool = box.popen_in(node.pid, ["iperf3", "-s", "-p", "5995"])  # a kit tool in a netns
+    try:
+        time.sleep(0.2)  # nsenter has become iperf3
+        running = find_leftovers()  # another user's lab, maybe: never a leftover
+        assert not {node.pid, tool.pid} & {p.pid for p in running.processes}
+        assert running.running_labs >= 1
+        box.proc.kill()  # the holder cannot clear anything now
+        box.proc.wait()
+        found = [p for p in find_leftovers().processes if p.pid in (node.pid, tool.pid)]
+        assert sorted(p.name for p in found) == ["iperf3", "labtools-node:n95"]
+        done = remove(Leftovers(processes=found))
+        assert not done.failed and tool.wait(timeout=10) is not None
+        assert node.proc.wait(timeout=10) is not None
+    finally:
+        for proc in (tool, node.proc):
+            if proc.poll() is None:
+                proc.kill()
+        box.close()
+
+
+@pytest.mark.root
+@needs_root
+@_can_sandbox
+def test_clean_leaves_running_labs_and_mn_c_alone(monkeypatch):
+    """``mn -c`` kills every ping on the machine: not while a sandboxed lab runs."""
+    from labtools.lab.sandbox import Sandbox
+
+    box = Sandbox()
+    try:
+        monkeypatch.setattr(cleanup, "run_mn_clean", lambda: pytest.fail("ran mn -c"))
+        with redirect_stdout(io.StringIO()) as out:
+            assert main(["clean"]) == 0
+        assert "did not run mn -c: " in out.getvalue() and box.running
+    finally:
+        box.close()

@@ -1,7 +1,8 @@
 """Cleanup after failures on a real Mininet network: nothing is left behind.
 
 Marker ``network`` (see tests/test_network.py). Leftovers (processes, interfaces, bridges,
-namespaces) are counted before and after, with the kit's own finder.
+namespaces) are counted before and after, with the kit's own finder, plus every process
+in a user namespace other than the machine's (a lab's sandbox: none may outlive its lab).
 """
 
 from __future__ import annotations
@@ -20,9 +21,13 @@ pytestmark = pytest.mark.network
 
 
 def _leftovers() -> int:
-    from labtools.system.cleanup import find_leftovers
+    import os
 
-    return find_leftovers().count()
+    from labtools.system.cleanup import find_leftovers
+    from labtools.system.sandbox_leftovers import sandboxed
+
+    in_sandboxes = sandboxed([int(e) for e in os.listdir("/proc") if e.isdigit()])
+    return find_leftovers().count() + len(in_sandboxes)
 
 
 def test_a_stopped_network_leaves_no_interface_for_the_next_one():
@@ -70,6 +75,32 @@ def test_sigterm_leaves_nothing_behind(tmp_path):
     assert _leftovers() == before
 
 
+def test_sigkill_leaves_nothing_behind(tmp_path):
+    """A lab's process killed outright cannot stop anything: its sandbox ends with it."""
+    import time
+
+    before = _leftovers()
+    script = textwrap.dedent(f"""
+        import time
+        from labtools.lab.session import LabSession
+        lab = LabSession("dumbbell", results={str(tmp_path / 'r.sqlite')!r}, calibrate=False)
+        lab.start()
+        lab.start_process("b1", ["iperf3", "-s", "-p", "5403"])
+        print("ready", flush=True)
+        time.sleep(120)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "ready"
+    assert _leftovers() > before  # the lab runs
+    proc.kill()
+    assert proc.wait(timeout=30) == -signal.SIGKILL
+    deadline = time.monotonic() + 30
+    while _leftovers() != before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _leftovers() == before
+
+
 def test_a_shell_that_fails_to_start_leaves_nothing_behind(monkeypatch):
     from labtools.lab import network
     from labtools.model.catalog import load_topology
@@ -78,10 +109,10 @@ def test_a_shell_that_fails_to_start_leaves_nothing_behind(monkeypatch):
     failing = topo.names()[len(topo.names()) // 2]
     real = network.NodeShell
 
-    def shell_node(name):
+    def shell_node(name, sandbox):
         if name == failing:
             raise OSError(f"forced: no shell for {name}")
-        return real(name)
+        return real(name, sandbox)
 
     monkeypatch.setattr(network, "NodeShell", shell_node)
     before = _leftovers()

@@ -2,17 +2,19 @@
 
     labtools clean [--dry-run] [--no-mn] [--json]
 
-Stops the kit's leftover processes (``mnexec``, Mininet node shells, and iperf, iperf3,
-ping, simpleperf running inside a host's network namespace), deletes Mininet-style
-interfaces (``h1-eth0``), the kit's switch bridges (``s1``), Open vSwitch bridges of that
-name, ``labtools-*`` namespaces, and a lab VM (its processes and its runner's
-``labtools-vm-*`` folder) whose ``labtools vm`` was killed, then runs Mininet's ``mn -c``
-unless ``--no-mn``
-(note: ``mn -c`` also kills every ``ping`` on the machine and deletes ``/tmp/*.log``).
-Prints what it removed, or ``nothing to clean``; exit status 0 (1 when something could
-not be removed). JSON keys: dry_run, count, processes [{pid, name, cmdline,
-start_ticks}], interfaces, bridges, ovs_bridges, namespaces, folders, failed,
-mn_output.
+A lab with Linux bridges leaves nothing (its sandbox ends with it); this is for labs with
+Open vSwitch and labs of older versions of the kit. Stops the kit's leftover processes
+(``mnexec``, Mininet node shells, and iperf, iperf3, ping, simpleperf running inside a
+host's network namespace; the processes of a sandbox whose holder was killed too), deletes
+Mininet-style interfaces (``h1-eth0``), the kit's switch bridges (``s1``), Open vSwitch
+bridges of that name, ``labtools-*`` namespaces, and a lab VM (its processes and its
+runner's ``labtools-vm-*`` folder) whose ``labtools vm`` was killed, then runs Mininet's
+``mn -c`` unless ``--no-mn`` or sandboxed labs are running (``mn -c`` kills every ``ping``
+on the machine, theirs too, and deletes ``/tmp/*.log``). Running labs, of any user, are
+never touched. Prints what it removed, or ``nothing to clean``; exit status 0 (1 when
+something could not be removed). JSON keys: dry_run, count, processes [{pid, name,
+cmdline, start_ticks}], interfaces, bridges, ovs_bridges, namespaces, folders, failed,
+mn_output, running_labs.
 """
 
 from __future__ import annotations
@@ -62,6 +64,9 @@ def run(args: argparse.Namespace) -> int:
                 print(f"  {title}: {' '.join(names)}")
     if result.mn_output:
         print("ran mn -c (Mininet's own cleanup)")
+    elif result.running_labs and not args.no_mn and not args.dry_run:
+        print(f"did not run mn -c: {result.running_labs} sandboxed lab(s) running (it would "
+              "kill their pings)")
     for line in result.failed:
         print(f"could not remove {line}")
     return 1 if result.failed else 0

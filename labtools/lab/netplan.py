@@ -4,9 +4,9 @@ Mininet builds a network one command at a time (``ip``, ``tc``, ``ethtool`` for 
 interface), and under software emulation every process costs tens of milliseconds: a
 15-node lab took 30-70 s to start. The kit plans the same network as a few batches:
 
-- the root namespace: the Linux bridges, and every veth pair created straight into the
-  namespaces of its two nodes (one ``ip -batch``), then the shaping of the switches' own
-  ports (one ``tc -batch``);
+- the root namespace (the lab sandbox's own, :mod:`labtools.lab.sandbox`): the Linux
+  bridges, and every veth pair created straight into the namespaces of its two nodes (one
+  ``ip -batch``), then the shaping of the switches' own ports (one ``tc -batch``);
 - each host or router: one shell script (addresses, routes, forwarding, shaping), run in
   all nodes at once.
 
@@ -65,14 +65,11 @@ class NetPlan:
 
     nodes: Dict[str, NodePlan]
     bridges: List[str]
-    #: with ``{pid[NAME]}`` where a node's namespace goes, and ``{group}``: the link group
-    #: of the bridges and switch ports, which removes them all in one kernel operation
+    #: with ``{pid[NAME]}`` where a node's namespace goes
     root_ip: List[str]
     root_tc: List[str]
     root_gro_off: List[str]
-    #: the switch ports: one end in the root namespace of every link to a switch. Deleting it
-    #: removes the pair at once; a namespace that dies takes its veths away only later (under
-    #: software emulation seconds later, when the next network may already want the names)
+    #: the switch ports: one end in the root namespace of every link to a switch
     root_veths: List[str] = field(default_factory=list)
 
 
@@ -141,7 +138,7 @@ def plan_network(parts: Sequence[Topology]) -> NetPlan:
         for node in part.nodes:
             if node.kind == SWITCH:
                 bridges.append(node.name)
-                root_ip.append(f"link add name {node.name} group {{group}} type bridge")
+                root_ip.append(f"link add name {node.name} type bridge")
             else:
                 plan = nodes[node.name] = NodePlan(node.name, node.kind == ROUTER)
                 for iface in routing.addressing.of_node(node.name):
@@ -170,7 +167,7 @@ def _link_lines(part: Topology, link: Link, nodes: Dict[str, NodePlan], root_tc:
     for end, dev in ((a, dev_a), (b, dev_b)):
         shaping = tc_lines(link, dev) if mininet_link_params(link) else []
         if part.node(end).kind == SWITCH:
-            lines += [f"link set dev {dev} master {end} group {{group}}",
+            lines += [f"link set dev {dev} master {end}",
                       f"link set dev {dev} {ONE_FRAME_PER_PACKET} up"]
             root_tc += shaping
             gro += [dev] if shaping else []

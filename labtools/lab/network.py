@@ -7,16 +7,19 @@ parameters of :func:`labtools.model.topology.mininet_link_params`, and switches 
 bridges (no controller needed) unless Open vSwitch is asked for.
 
 :class:`MininetBackend` runs a lab's network. With Linux bridges the kit builds it itself,
-without importing Mininet: its hosts and routers are small shells in namespaces of their own
-(:mod:`labtools.lab.nodes`, started by Mininet's ``mnexec``), and the links come from the
+without importing Mininet and without root, inside a sandbox of the user who starts it
+(:mod:`labtools.lab.sandbox`: a user namespace and a network namespace of its own, which
+end with the lab's process): its hosts and routers are small shells in namespaces of their
+own (:mod:`labtools.lab.nodes`, started by Mininet's ``mnexec``), and the links come from the
 batched plan of :mod:`labtools.lab.netplan` (the same veths, addresses, routes and TCLink
-shaping, in a few commands instead of hundreds). With Open vSwitch it lets Mininet build
-everything.
+shaping, in a few commands instead of hundreds). The machine's own network namespace is
+never touched. With Open vSwitch it lets Mininet build everything in the machine's own
+namespace, which needs root.
 """
 
 from __future__ import annotations
 
-import random
+import os
 import subprocess
 import sys
 import tempfile
@@ -26,7 +29,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from labtools.errors import EnvironmentProblem, InputError
-from labtools.lab.nodes import NodeShell, popen_in_namespace
+from labtools.lab.nodes import NodeShell
+from labtools.lab.sandbox import Sandbox
 from labtools.model.routing import Routing, compute_routing
 from labtools.model.topology import ROUTER, SWITCH, Topology, mininet_link_params
 
@@ -35,13 +39,15 @@ SHELLS_AT_ONCE = 8
 #: node scripts run at once: a thousand at once exhausted the lab VM's shared file system
 #: (each `ip` opens its libraries through it: "libmnl.so.0: cannot open shared object file")
 SCRIPTS_AT_ONCE = 64
-#: seconds one root ``ip``/``tc`` command may take: this much, plus ``ROOT_S_PER_LINE`` per
-#: line of a batch (under software emulation a thousand veth pairs take minutes)
+#: seconds one ``ip``/``tc`` command in the sandbox's own namespace may take: this much,
+#: plus ``ROOT_S_PER_LINE`` per line of a batch (under software emulation a thousand veth
+#: pairs take minutes)
 ROOT_COMMAND_S = 120.0
 ROOT_S_PER_LINE = 0.5
-#: the link groups (``ip link ... group N``) a network's bridges and switch ports are put
-#: in, one drawn at random per network, so networks running side by side never share one
-LINK_GROUPS = (1 << 16, 1 << 31)
+#: why a lab with Open vSwitch switches cannot start without root
+OVS_NEEDS_ROOT = ("Open vSwitch switches need root: Mininet builds them in this machine's "
+                  "own network namespace. Run as root (sudo), or use Linux bridges (the "
+                  "default, --switch lxbr), which need no root")
 #: switch kinds a user may ask for -> Mininet class names
 SWITCH_KINDS = {"lxbr": "LinuxBridge", "ovs": "OVSBridge"}
 
@@ -146,9 +152,8 @@ class MininetBackend:
         self.topo = topo
         self.switch = switch
         self._net: Any = None  # Mininet builds it (Open vSwitch)
-        self._hosts: Dict[str, NodeShell] = {}  # or the kit builds it (Linux bridges)
-        self._bridges: List[str] = []
-        self._link_group = 0  #: of the bridges and switch ports (0: none yet)
+        self._sandbox: Optional[Sandbox] = None  # or the kit builds it (Linux bridges) in it
+        self._hosts: Dict[str, NodeShell] = {}
         #: seconds each phase of the last start took (shells, root_ip, node_scripts, ...)
         self.phase_s: Dict[str, float] = {}
         self.calibration_topo: Optional[Topology] = None
@@ -162,8 +167,27 @@ class MininetBackend:
         """Names of the calibration network's nodes (empty without one)."""
         return tuple(self.calibration_topo.names()) if self.calibration_topo else ()
 
+    @property
+    def sandbox_pid(self) -> Optional[int]:
+        """PID of the sandbox's holder (its user and network namespaces are the lab's);
+        None before start and with Open vSwitch."""
+        return self._sandbox.pid if self._sandbox is not None else None
+
+    @property
+    def needs_netem(self) -> bool:
+        """True when a link of the network (the calibration network's too) has a delay,
+        a loss rate or a queue limit: the kernel's ``sch_netem`` shapes those."""
+        return any(link.delay_ms > 0 or link.loss_pct > 0 or link.queue_pkts is not None
+                   for part in self._parts() for link in part.links)
+
     def start(self) -> None:
-        """Build and start the network (links shaped, routes installed, bridges up)."""
+        """Build and start the network (links shaped, routes installed, bridges up).
+
+        Raises :class:`EnvironmentProblem` when this machine does not let this user make a
+        sandbox (with what to change), or for Open vSwitch switches without root."""
+        if self.switch != "lxbr" and os.geteuid() != 0:
+            switch_class(self.switch)  # an unknown kind is an InputError first
+            raise EnvironmentProblem(OVS_NEEDS_ROOT)
         try:
             if self.switch == "lxbr":
                 self._start_batched()
@@ -195,13 +219,12 @@ class MininetBackend:
         clock = _PhaseClock(self.phase_s)
         plan = plan_network(self._parts())
         clock.lap("plan")
-        self._bridges = list(plan.root_veths) + list(plan.bridges)  # removed at stop
-        self._link_group = random.randrange(LINK_GROUPS[0], LINK_GROUPS[1])
-        self._start_shells(list(plan.nodes))
+        sandbox = self._sandbox = Sandbox()
+        clock.lap("sandbox")
+        self._start_shells(list(plan.nodes), sandbox)
         clock.lap("shells")
         pids = {name: host.pid for name, host in self._hosts.items()}
-        _run_batch("ip", [line.format(pid=pids, group=self._link_group)
-                          for line in plan.root_ip])
+        _run_batch(sandbox, "ip", [line.format(pid=pids) for line in plan.root_ip])
         clock.lap("links and bridges")
         failed: List[Tuple[str, str]] = []
         names = list(plan.nodes)
@@ -212,27 +235,30 @@ class MininetBackend:
                     path = Path(scripts, f"{name}.sh")
                     path.write_text(plan.nodes[name].script())
                     self._hosts[name].send_script(str(path))
-                failed += [(name, out.strip()) for name, out in
-                           ((name, self._hosts[name].wait_output()) for name in wave)
-                           if out.strip()]
+                for name in wave:
+                    status, out = self._hosts[name].wait_script()
+                    if status != 0:
+                        failed.append((name, out.strip() or f"exit status {status}"))
         clock.lap("node scripts")
         if failed:
             name, out = failed[0]
             raise EnvironmentProblem(f"configuring {name} failed: {out.splitlines()[-1]}")
         if plan.root_gro_off:
-            _run(["sh", "-c", "\n".join(gro_off_command(dev) for dev in plan.root_gro_off)])
+            _run(sandbox.command(["sh", "-c", "\n".join(gro_off_command(dev)
+                                                         for dev in plan.root_gro_off)]),
+                 env=sandbox.env)
         if plan.root_tc:
-            _run_batch("tc", plan.root_tc)
+            _run_batch(sandbox, "tc", plan.root_tc)
         clock.lap("root shaping")
 
-    def _start_shells(self, names: List[str]) -> None:
+    def _start_shells(self, names: List[str], sandbox: Sandbox) -> None:
         """A shell in a new namespace for each node, several at once: each waits for its
         bash to start (a third of a second under software emulation). Every shell that
         started is kept in ``_hosts`` (so ``stop`` removes it) before an error is raised."""
         from concurrent.futures import ThreadPoolExecutor, wait
 
         pool = ThreadPoolExecutor(max_workers=max(1, min(SHELLS_AT_ONCE, len(names))))
-        futures = {name: pool.submit(NodeShell, name) for name in names}
+        futures = {name: pool.submit(NodeShell, name, sandbox) for name in names}
         try:
             pool.shutdown(wait=True)
         finally:  # also on Ctrl-C: the shells still starting finish, and all are kept
@@ -254,23 +280,39 @@ class MininetBackend:
 
     def popen(self, host: str, argv: List[str]) -> Any:
         """Start ``argv`` on ``host``; a ``subprocess.Popen`` with text stdout (stderr
-        merged). ``mnexec -d`` makes it the leader of its own process group."""
-        return popen_in_namespace(self.pid(host), argv)
+        merged), the leader of its own process group."""
+        if self._sandbox is not None:
+            return self._sandbox.popen_in(self.pid(host), argv)
+        return subprocess.Popen(["mnexec", "-da", str(self.pid(host)), *argv],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, text=True)
+
+    def run_beside_switches(self, argv: List[str]) -> str:
+        """Run ``argv`` in the network namespace of the lab's switches (its sandbox's own;
+        the machine's with Open vSwitch) and return its output: ``ip link``, ``tc -s
+        qdisc show dev s1-eth1``. :class:`EnvironmentProblem` when it fails."""
+        if self._sandbox is None and self._net is None:
+            raise EnvironmentProblem("the lab network is not running")
+        if self._sandbox is None:
+            return _run(argv)
+        return _run(self._sandbox.command(argv), name=argv[0], env=self._sandbox.env)
 
     def pid(self, host: str) -> int:
         """PID of the shell that holds ``host``'s network namespace."""
         return int(self._node(host).pid)
 
     def stop(self) -> None:
-        """Stop the network and remove its interfaces, bridges and qdiscs (idempotent)."""
+        """Stop the network and remove its interfaces, bridges and qdiscs (idempotent).
+        A sandboxed network ends with its sandbox: every process in it is killed, and its
+        namespaces, with every interface and qdisc in them, go with the last of them."""
         net, self._net = self._net, None
         if net is not None:
             net.stop()
-        bridges, self._bridges = self._bridges, []
-        if bridges:  # the bridges and the switch ports, with the veths' other ends, now
-            _remove_root_links(self._link_group, bridges)
+        sandbox, self._sandbox = self._sandbox, None
+        if sandbox is not None:
+            sandbox.close()
         hosts, self._hosts = self._hosts, {}
-        for host in hosts.values():  # the namespaces, and the veths between nodes, go with them
+        for host in hosts.values():  # already ended with the sandbox: collect them
             host.terminate()
 
 
@@ -307,35 +349,24 @@ def import_mininet() -> None:
         sys.meta_path[:0] = shims
 
 
-def _run(argv: List[str], stdin: str = "", check: bool = True) -> str:
-    """Run a command in the root namespace; its output. :class:`EnvironmentProblem` when it
-    fails (with ``check``) or takes longer than ``ROOT_COMMAND_S`` plus ``ROOT_S_PER_LINE``
-    per line of ``stdin``."""
+def _run(argv: List[str], stdin: str = "", name: str = "",
+         env: Optional[Dict[str, str]] = None) -> str:
+    """Run a command (``name`` says which in errors; default its first word); its output.
+    :class:`EnvironmentProblem` when it fails or takes longer than ``ROOT_COMMAND_S`` plus
+    ``ROOT_S_PER_LINE`` per line of ``stdin``."""
+    name = name or argv[0]
     limit_s = ROOT_COMMAND_S + ROOT_S_PER_LINE * stdin.count("\n")
     try:
         proc = subprocess.run(argv, input=stdin, capture_output=True, text=True,
-                              timeout=limit_s, check=False)
+                              timeout=limit_s, check=False, env=env)
     except subprocess.TimeoutExpired:
-        raise EnvironmentProblem(f"{argv[0]} did not finish within {limit_s:g} s") from None
-    if check and proc.returncode != 0:
+        raise EnvironmentProblem(f"{name} did not finish within {limit_s:g} s") from None
+    if proc.returncode != 0:
         out = (proc.stderr or proc.stdout).strip().splitlines()
-        raise EnvironmentProblem(f"{argv[0]} failed: {out[-1] if out else proc.returncode}")
+        raise EnvironmentProblem(f"{name} failed: {out[-1] if out else proc.returncode}")
     return proc.stdout
 
 
-def _remove_root_links(group: int, names: Sequence[str]) -> None:
-    """Delete a network's bridges and switch ports (and the veths' other ends) before
-    returning: all at once by their link group, since the kernel waits once per deletion
-    (deleting 1000 ports by name took 23 s natively); by name those still there (a start
-    that failed before it put them in the group)."""
-    if group:
-        _run(["ip", "link", "delete", "group", str(group)], check=False)
-    left = [name for name in names if Path("/sys/class/net", name).exists()]
-    if left:
-        _run_batch("ip", [f"link del {name}" for name in left], check=False)
-
-
-def _run_batch(tool: str, lines: Sequence[str], check: bool = True) -> None:
-    """``ip -batch -`` or ``tc -batch -`` in the root namespace (``-force``: go on after an
-    error, for removals)."""
-    _run([tool, *([] if check else ["-force"]), "-batch", "-"], "\n".join(lines) + "\n", check)
+def _run_batch(sandbox: Sandbox, tool: str, lines: Sequence[str]) -> None:
+    """``ip -batch -`` or ``tc -batch -`` in the sandbox's own namespace."""
+    _run(sandbox.command([tool, "-batch", "-"]), "\n".join(lines) + "\n", tool, sandbox.env)

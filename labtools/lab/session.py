@@ -109,17 +109,21 @@ class LabSession(LabBase):
         return self._backend is not None
 
     def start(self) -> None:
-        """Check the machine, open the results store, start the network, calibrate."""
+        """Check the machine, open the results store, start the network, calibrate.
+
+        With Linux bridges (the default) the network lives in a sandbox of this user
+        (:mod:`labtools.lab.sandbox`): no root needed, nothing left when the process ends."""
         from labtools.lab.network import MininetBackend
-        from labtools.system.cleanup import guard_signals
+        from labtools.system.signals import guard_signals
 
         if self.running:
             return
-        _require_capable_kernel()
+        backend = MininetBackend(self.topo, self.switch, calibration=self.calibrate)
+        _require_capable_kernel(backend)
         self.open_store()
         self._guard = guard_signals()
         self._guard.__enter__()
-        self._backend = MininetBackend(self.topo, self.switch, calibration=self.calibrate)
+        self._backend = backend
         try:
             self._backend.start()
             if self.calibrate:
@@ -279,12 +283,17 @@ def _await_server(proc: "subprocess.Popen[str]", argv: List[str], host: str,
         time.sleep(SERVER_POLL_S)
 
 
-def _require_capable_kernel() -> None:
-    from labtools.system.capabilities import native_network_ok
+def _require_capable_kernel(backend: "MininetBackend") -> None:
+    """Refuse, before anything starts, a lab this machine cannot run: Open vSwitch
+    without root, or links with a delay, a loss rate or a queue limit without netem."""
+    from labtools.lab.network import OVS_NEEDS_ROOT
+    from labtools.system.capabilities import kernel_has_netem
 
-    if os.geteuid() != 0:
-        raise EnvironmentProblem("the lab needs root (network namespaces): run as root")
-    if not native_network_ok():
-        raise EnvironmentProblem(
-            "this kernel cannot emulate links (no netem): run inside the lab VM, "
-            "e.g. `labtools vm -- labtools run portfolio link`")
+    if backend.switch != "lxbr" and os.geteuid() != 0:
+        raise EnvironmentProblem(OVS_NEEDS_ROOT)
+    if backend.needs_netem:
+        ok, detail = kernel_has_netem()
+        if not ok:
+            raise EnvironmentProblem(
+                f"this lab's links need netem (delay, loss or a queue limit) and {detail}: "
+                "run inside the lab VM, e.g. `labtools vm -- labtools run portfolio link`")

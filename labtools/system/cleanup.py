@@ -1,14 +1,21 @@
 """Leftovers of crashed lab runs: find them, remove them, and keep a lab from leaving any.
 
-The kit's networks are Mininet networks. Its hosts and routers are shells started by
-``mnexec`` in their own network namespaces (Mininet marks them ``mininet:<node>`` on their
-command line); its links are veth pairs named ``<node>-eth<N>``; its switches are Linux
+A lab with Linux bridges (the default) cannot leave any: its whole network lives in a
+sandbox that ends with its process (:mod:`labtools.lab.sandbox`). Its processes live in a
+user namespace other than the machine's and are never taken for leftovers (they may be
+another user's running lab); only a sandbox whose holder was killed too is
+(:func:`labtools.system.sandbox_leftovers.orphaned_sandboxes`).
+
+What remains are labs with Open vSwitch, which Mininet builds in the machine's own
+namespace, and labs of older versions of the kit. Their hosts and routers are shells started
+by ``mnexec`` in their own network namespaces (Mininet marks them ``mininet:<node>`` on their
+command line); their links are veth pairs named ``<node>-eth<N>``; their switches are Linux
 bridges (or Open vSwitch bridges) named ``s<N>``. What a crash can leave behind:
 
 - processes: ``mnexec``, Mininet node shells (``mininet:h1``), and the measurement tools
   (``iperf``, ``iperf3``, ``ping``, ``simpleperf``) *running in a network namespace other
-  than PID 1's* — the same tool started on the machine itself (a student's own iperf3) is
-  never touched;
+  than PID 1's* (and in the machine's user namespace) — the same tool started on the
+  machine itself (a student's own iperf3) is never touched;
 - interfaces in the root namespace named like ``h1-eth0``, ``s1-eth2`` (their qdiscs go
   with them);
 - Linux bridges named ``s<N>``, and Open vSwitch bridges of that name when ``ovs-vsctl``
@@ -19,8 +26,8 @@ bridges (or Open vSwitch bridges) named ``s<N>``. What a crash can leave behind:
 :func:`clean` removes them (processes get SIGTERM, then SIGKILL after
 :data:`GRACE_S`), then runs Mininet's own ``mn -c`` (which also kills *every* ``ping``
 on the machine and deletes ``/tmp/*.log`` and ``/tmp/*.out``; pass ``mininet=False`` to
-skip it). Every external command has a time-out. :func:`guard_signals` makes SIGTERM and
-SIGHUP behave like Ctrl-C inside a lab session, so its ``finally:`` clauses run.
+skip it; it does not run while sandboxed labs run, whose pings it would kill). Every
+external command has a time-out.
 """
 
 from __future__ import annotations
@@ -30,15 +37,13 @@ import re
 import shutil
 import signal
 import subprocess
-import threading
 import time
 from collections import Counter
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from labtools.errors import EnvironmentProblem
-from labtools.system import vm_leftovers
+from labtools.system import sandbox_leftovers, vm_leftovers
 
 #: measurement tools the kit starts inside host namespaces
 KIT_TOOLS = ("iperf", "iperf3", "ping", "simpleperf")
@@ -84,6 +89,8 @@ class Leftovers:
     folders: List[str] = field(default_factory=list)
     failed: List[str] = field(default_factory=list)
     mn_output: str = ""
+    #: sandboxed labs running on the machine (not leftovers; ``mn -c`` then does not run)
+    running_labs: int = 0
 
     def count(self) -> int:
         """How many items (processes, interfaces, bridges, namespaces, VM folders)."""
@@ -121,7 +128,13 @@ def find_leftovers() -> Leftovers:
     """Everything a crashed lab run may have left (see the module docstring)."""
     namespaces = _named_namespaces()
     table = _process_table()
-    processes = _kit_processes(table)
+    sandboxed = sandbox_leftovers.sandboxed(list(table))
+    processes = _kit_processes({p: i for p, i in table.items() if p not in sandboxed})
+    argvs = {pid: info.argv for pid, info in table.items()}
+    for pid in sandbox_leftovers.orphaned_sandboxes(argvs, sandboxed):
+        orphan = table[pid]
+        processes.append(LeftoverProcess(pid, sandbox_leftovers.process_name(
+            orphan.comm, orphan.argv), " ".join(orphan.argv), orphan.start_ticks))
     vm_pids = vm_leftovers.orphaned_vm_processes(
         {pid: (info.argv, info.session) for pid, info in table.items()})
     processes += [LeftoverProcess(pid, "vm", " ".join(table[pid].argv), table[pid].start_ticks)
@@ -139,7 +152,8 @@ def find_leftovers() -> Leftovers:
     interfaces = [n for n in links if INTERFACE_RE.match(n) and not _is_bridge(n)]
     return Leftovers(sorted(processes, key=lambda p: p.pid), interfaces, bridges,
                      _ovs_bridges(), namespaces,
-                     vm_leftovers.stale_folders(table[pid].argv for pid in vm_pids))
+                     vm_leftovers.stale_folders(table[pid].argv for pid in vm_pids),
+                     running_labs=sandbox_leftovers.running_sandboxes())
 
 
 def kit_process_name(comm: str, argv: Sequence[str]) -> Optional[str]:
@@ -180,12 +194,16 @@ class ProcessInfo(NamedTuple):
 
 
 def _process_table() -> Dict[int, ProcessInfo]:
-    """Every live user process but this one, read from ``/proc`` once."""
+    """Every live user process but this one, read from ``/proc`` once; not those of
+    containers (another PID namespace: their PIDs and files are not this machine's, a lab
+    VM in a student's container is not a leftover of the machine)."""
     table = {}
+    ours = sandbox_leftovers.pid_namespace_of(os.getpid())
     for entry in os.listdir("/proc"):
         if entry.isdigit() and int(entry) != os.getpid():
+            theirs = sandbox_leftovers.pid_namespace_of(int(entry))
             info = _process(int(entry))
-            if info is not None:
+            if info is not None and (theirs is None or theirs == ours):
                 table[int(entry)] = info
     return table
 
@@ -379,35 +397,16 @@ def clean(dry_run: bool = False, mininet: bool = True) -> Leftovers:
     found = find_leftovers()
     if dry_run:
         return found
-    if found.count() and os.geteuid() != 0:
+    mine = found.count() == len(found.processes) and sandbox_leftovers.owned_by(
+        [p.pid for p in found.processes], os.getuid())  # a sandbox of this user's own
+    if found.count() and os.geteuid() != 0 and not mine:
         raise EnvironmentProblem(f"found {found.describe()}; removing them needs root "
                                  "(run: sudo labtools clean)")
     done = remove(found) if found.count() else Leftovers()
-    if mininet and os.geteuid() == 0:
+    done.running_labs = found.running_labs
+    if mininet and os.geteuid() == 0 and not found.running_labs:
         ok, out = run_mn_clean()
         done.mn_output = out
         if out and not ok:
             done.failed.append(f"mn -c: {out.splitlines()[-1]}")
     return done
-
-
-# --- signals ---------------------------------------------------------------------------
-@contextmanager
-def guard_signals(signals: Sequence[int] = (signal.SIGTERM, signal.SIGHUP)) -> Iterator[None]:
-    """Inside the block, SIGTERM and SIGHUP raise :class:`KeyboardInterrupt` like Ctrl-C
-    does, so ``finally:`` clauses (stopping the network, saving results) run. The old
-    handlers come back afterwards. Outside the main thread this does nothing (Python
-    delivers signals to the main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def _interrupt(signum: int, _frame: Any) -> None:
-        raise KeyboardInterrupt(f"stopped by {signal.Signals(signum).name}")
-
-    old = {sig: signal.signal(sig, _interrupt) for sig in signals}
-    try:
-        yield
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
