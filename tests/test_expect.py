@@ -188,3 +188,14 @@ def test_expect_text_shows_the_bounds(tmp_path):
     assert "worst RTT" not in text and "no RTT bound" in text and "r-b" in text
     assert f"TCP limit from loss     {data['mathis_limit_mbps']:g} Mbit/s (Mathis" in text
     assert f"TCP can reach           {data['tcp_limit_mbps']:g} Mbit/s" in text
+
+
+def test_expect_shows_the_rtt_under_a_tcp_flow():
+    data = json.loads(run_cli(["expect", "portfolio", "h1", "h4", "--json"]).stdout)
+    from labtools.model.queues import loaded_rtt
+
+    model = loaded_rtt(load_topology("portfolio"), "h1", "h4")
+    assert data["loaded_rtt_ms"] == pytest.approx(model.typical_ms, abs=1e-3)
+    assert data["loaded_queue_link"] == "L2" and data["load"] == "h1->h4"
+    text = run_cli(["expect", "portfolio", "h1", "h4"]).stdout
+    assert f"typically {round(model.typical_ms, 3):g} ms" in text

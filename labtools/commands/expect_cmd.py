@@ -107,8 +107,10 @@ def _overview_text(result: Dict[str, Any]) -> str:
 
 def _pair(topo: Any, args: argparse.Namespace) -> Dict[str, Any]:
     from labtools.model.expect import expect_pair, rtt_ms
+    from labtools.model.queues import loaded_rtt
 
     result = expect_pair(topo, args.src, args.dst).as_dict()
+    result.update(loaded_rtt(topo, args.src, args.dst).as_dict())
     if args.frame_bytes is not None:
         result["rtt_with_tx_ms"] = round(rtt_ms(topo, args.src, args.dst, args.frame_bytes), 6)
     return result
@@ -159,9 +161,16 @@ def _bound_rows(result: Dict[str, Any]) -> List[Tuple[str, str]]:
     if result["max_rtt_ms"] is not None:
         both = result["max_rtt_both_loaded_ms"]
         rows.append(("worst RTT (full queues)",
-                     f"{result['max_rtt_ms']:g} ms = {result['rtt_ms']:g} + "
-                     f"{result['queue_delay_ms']:g} ms draining the full queues on the way"
+                     f"{result['max_rtt_ms']:g} ms: {result['queue_delay_ms']:g} ms more than "
+                     "the propagation, every queue on the way full (a link holds a packet "
+                     "max(delay, queue drain time))"
                      + (f"; {both:g} ms with both directions' queues full" if both else "")))
+    if result.get("loaded_queue_link"):
+        rows.append(("RTT under a TCP flow",
+                     f"{result['loaded_rtt_low_ms']:g}-{result['loaded_rtt_high_ms']:g} ms, "
+                     f"typically {result['loaded_rtt_ms']:g} ms (one flow {result['load']} "
+                     f"fills {result['loaded_queue_link']}'s queue; CUBIC's cut leaves "
+                     f"{result['loaded_queue_frames_low']:g} frames in it)"))
     if result["unbounded_links"]:
         rows.append(("no RTT bound", ", ".join(result["unbounded_links"])
                      + ": rate-limited without a queue limit (waiting is unbounded)"))
