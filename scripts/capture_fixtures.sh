@@ -16,7 +16,7 @@
 # the .meta names. Traffic stays inside the namespaces; everything is removed on exit.
 #
 #   bash scripts/capture_fixtures.sh            # all tools
-#   bash scripts/capture_fixtures.sh ping       # only one of: ping iperf3 iperf3-text iperf3-bidir iperf2 iperf2-rate iperf3-streams
+#   bash scripts/capture_fixtures.sh ping       # only one of: ping iperf3 iperf3-text iperf3-bidir iperf2 iperf2-rate iperf3-streams ss
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -417,9 +417,25 @@ capture_iperf3_streams() {
     meta "$d" tcp_p3_server_output iperf3 "$v" "server: iperf3 -s -1 -J -p $port; client: iperf3 -c $SRV_IP -p $port -t 4 -i 1 -J --get-server-output -O 1 -P 3"
 }
 
+# ss -tin on the sender while a window-limited iperf3 transfer runs (the socket's real
+# window, congestion window, RTT and what limited it)
+capture_ss() {
+    local d=$out/ss v port=5351 w; mkdir -p "$d"
+    v=$(ss -V 2>&1 | head -1 || true)
+    for w in 25000 100000; do
+        port=$((port + 1))
+        start_server iperf3 -s -1 -p $port
+        in_cli timeout 30 iperf3 -c $SRV_IP -p $port -t 4 -w $w > /dev/null 2>&1 &
+        sleep 2.5
+        in_cli ss -tin dst $SRV_IP > "$d/window_$w.txt" 2>&1 || true
+        wait; stop_server
+        meta "$d" "window_$w" ss "$v" "ss -tin dst $SRV_IP (2.5 s into: iperf3 -c $SRV_IP -p $port -t 4 -w $w)"
+    done
+}
+
 build_net
 case $only in
-    all) capture_ping; capture_iperf3; capture_iperf3_text; capture_iperf3_bidir; capture_iperf2; capture_iperf3_streams ;;
+    all) capture_ping; capture_iperf3; capture_iperf3_text; capture_iperf3_bidir; capture_iperf2; capture_iperf3_streams; capture_ss ;;
     ping) capture_ping ;;
     iperf3) capture_iperf3; capture_iperf3_text; capture_iperf3_bidir ;;
     iperf3-text) capture_iperf3_text ;;
@@ -427,6 +443,7 @@ case $only in
     iperf2) capture_iperf2 ;;
     iperf2-rate) capture_iperf2_rate ;;
     iperf3-streams) capture_iperf3_streams ;;
-    *) echo "capture_fixtures: unknown part $only (ping, iperf3, iperf3-text, iperf3-bidir, iperf2, iperf2-rate, iperf3-streams)" >&2; exit 2 ;;
+    ss) capture_ss ;;
+    *) echo "capture_fixtures: unknown part $only (ping, iperf3, iperf3-text, iperf3-bidir, iperf2, iperf2-rate, iperf3-streams, ss)" >&2; exit 2 ;;
 esac
 echo "capture_fixtures: wrote $out/{ping,iperf3,iperf2}"

@@ -67,3 +67,9 @@ def test_a_ping_too_small_to_carry_its_timestamp_is_refused():
     with pytest.raises(InputError, match="size=8 is outside 16..65507"):
         args.ping_args("10.0.0.2", size_bytes=8)
     assert args.ping_args("10.0.0.2", size_bytes=16)[-3:] == ["-s", "16", "10.0.0.2"]
+
+
+def test_ss_reads_the_connections_to_one_address():
+    assert args.ss_args("10.0.0.2") == ["ss", "-tin", "dst", "10.0.0.2"]
+    with pytest.raises(InputError):
+        args.ss_args("10.0.0.2; reboot")

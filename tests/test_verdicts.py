@@ -192,3 +192,23 @@ def test_a_pair_with_no_shaped_link_has_no_bound():
     bound = next(v for v in m.verdicts if v.metric == "rtt_max")
     assert bound.verdict == "ok" and bound.expected is None
     assert "no shaped link" in bound.reason
+
+
+def test_a_window_limited_rate_is_judged_against_the_window_the_kernel_granted():
+    """iperf3 -w 100000 on the lab VM's kernel: ss read snd_wnd 98 552 bytes (the capture
+    in tests/fixtures/ss); the 6.18 host kernel granted 131 070 for the same request."""
+    from labtools.tools.parsers import parse as parse_tool
+
+    granted = parse_tool("ss", (FIXTURES / "ss" / "vm_cubic_window_100000.txt").read_text())
+    rtt_s = 0.040
+    asked = 100_000 * 8 / rtt_s / 1e6
+    real = granted.summary["snd_wnd_bytes"] * 8 / rtt_s / 1e6
+    row = verdicts.window_verdict(0.95 * real, asked, granted_limit_mbps=real)
+    assert row.verdict == "ok" and row.expected == real and "granted" in row.reason
+    # more than one window per round trip: not what a window-limited TCP does
+    assert verdicts.window_verdict(1.2 * real, asked, granted_limit_mbps=real).verdict == "suspicious"
+    # more than the doubled buffer allows: impossible on any Linux
+    assert verdicts.window_verdict(2.1 * asked, asked).verdict == "invalid"
+    # the kernel's window not read: judged against the asked window, said so
+    unread = verdicts.window_verdict(0.95 * asked, asked)
+    assert unread.verdict == "ok" and "not read" in unread.reason

@@ -75,6 +75,8 @@ class JudgeContext:
         window_bytes: the TCP window asked for (``iperf3 -w``), if any.
         load: ``(src, dst)`` of a TCP flow that ran during this run (a ping under load).
         load_received_mbps: what that flow's receiver got after its warm-up, Mbit/s.
+        granted_window_bytes: the window the kernel advertised for ``window_bytes``, as
+            ``ss`` read it during the run (None: not read).
     """
 
     warmup_s: float = 0.0
@@ -84,6 +86,7 @@ class JudgeContext:
     window_bytes: Optional[int] = None
     load: Optional[Tuple[str, str]] = None
     load_received_mbps: Optional[float] = None
+    granted_window_bytes: Optional[int] = None
 
     def as_dict(self) -> Dict[str, Any]:
         """JSON form."""
@@ -91,7 +94,8 @@ class JudgeContext:
                 "load_mbps": self.load_mbps, "window_bytes": self.window_bytes,
                 "machine": None if self.machine is None else self.machine.as_dict(),
                 "load": None if self.load is None else list(self.load),
-                "load_received_mbps": self.load_received_mbps}
+                "load_received_mbps": self.load_received_mbps,
+                "granted_window_bytes": self.granted_window_bytes}
 
     @classmethod
     def from_dict(cls, data: Optional[Mapping[str, Any]]) -> "JudgeContext":
@@ -101,7 +105,7 @@ class JudgeContext:
         return cls(float(data.get("warmup_s") or 0.0), data.get("offered_mbps"),
                    data.get("load_mbps"), MachineProfile.from_dict(data.get("machine")),
                    data.get("window_bytes"), None if not load else (str(load[0]), str(load[1])),
-                   data.get("load_received_mbps"))
+                   data.get("load_received_mbps"), data.get("granted_window_bytes"))
 
 
 @dataclass
@@ -184,7 +188,9 @@ def judge_summary(summary: Summary, expected: Optional[PairExpectation],
         return [verdicts.machine_rate_verdict(summary.steady_mbps, machine)]
     limit = window_limit_mbps(context.window_bytes, expected.rtt_ms)
     if limit is not None and (ceiling is None or limit < ceiling):
-        return [verdicts.window_verdict(summary.steady_mbps, limit, machine)]
+        granted = window_limit_mbps(context.granted_window_bytes, expected.rtt_ms)
+        return [verdicts.window_verdict(summary.steady_mbps, limit, machine,
+                                        None if granted is None else min(granted, ceiling))]
     rows = [verdicts.rate_verdict(summary.steady_mbps, ceiling, load_mbps=context.load_mbps,
                                   machine=machine)]
     if summary.reverse_receiver_mbps is not None and topo is not None:  # --bidir

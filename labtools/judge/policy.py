@@ -17,7 +17,9 @@ Warm-up
     are left out of its rate (slow start, buffers filling).
 Windows
     A transfer with a window (``-w``) smaller than the bandwidth-delay product is judged
-    against window / RTT, and may exceed it up to ``WINDOW_OVERSHOOT`` times.
+    against window / RTT, with the window the kernel granted when the probe read it
+    (``ss``), else the one asked for; more than ``WINDOW_GRANT_MAX`` times the asked
+    window / RTT is impossible on any Linux.
 Fairness
     Jain's index over the per-connection rates is ``ok`` from ``JAIN_OK`` up.
 UDP above capacity
@@ -66,10 +68,11 @@ WARMUP_MAX_S = 2.0
 WARMUP_FRACTION = 0.25
 
 # --- windows -----------------------------------------------------------------------------
-#: a TCP connection whose window (``iperf3 -w``) is below the bandwidth-delay product moves at
-#: most window / RTT; Linux doubles the buffer a program asks for and keeps part of it for
-#: bookkeeping, so up to this factor more than window / RTT is not a fault
-WINDOW_OVERSHOOT = 2.0
+#: ``iperf3 -w W`` sets both socket buffers to W; Linux doubles a buffer a program asks for,
+#: and advertises part of it as the window: Debian's 6.1 (the lab VM; tcp_adv_win_scale 1)
+#: advertised 98 552 bytes for W = 100 000, the 6.18 host kernel (scaling_ratio) 1.31-1.74 x
+#: W (tests/fixtures/ss). No kernel advertises more than the doubled buffer.
+WINDOW_GRANT_MAX = 2.0
 
 # --- fairness ----------------------------------------------------------------------------
 JAIN_OK = 0.9

@@ -260,22 +260,31 @@ def machine_rate_verdict(measured_mbps: Optional[float],
 
 
 def window_verdict(measured_mbps: Optional[float], limit_mbps: float,
-                   machine: Optional[MachineProfile] = None) -> Verdict:
-    """A transfer held by its window: about window / RTT (``limit_mbps``), and at most
-    :data:`~labtools.judge.policy.WINDOW_OVERSHOOT` times that."""
+                   machine: Optional[MachineProfile] = None,
+                   granted_limit_mbps: Optional[float] = None) -> Verdict:
+    """A transfer held by its window: about window / RTT. ``limit_mbps``: the window asked
+    for / RTT; ``granted_limit_mbps``: the window the kernel advertised (read with ``ss``)
+    / RTT, which the rate is judged against when known. Above
+    :data:`~labtools.judge.policy.WINDOW_GRANT_MAX` x the asked limit is impossible."""
     metric = "window_limited_rate"
+    want = granted_limit_mbps if granted_limit_mbps is not None else limit_mbps
+    which = ("the window the kernel granted / RTT" if granted_limit_mbps is not None
+             else "the window asked for / RTT (the kernel's own was not read)")
     if measured_mbps is None:
-        return Verdict(metric, limit_mbps, None, "Mbit/s", INVALID, "no receiver rate reported")
-    ratio = measured_mbps / limit_mbps
-    if ratio > policy.WINDOW_OVERSHOOT * policy.RATE_MAX:
-        return Verdict(metric, limit_mbps, measured_mbps, "Mbit/s", INVALID,
-                       f"{measured_mbps:.2f} Mbit/s is more than the window allows "
-                       f"({policy.WINDOW_OVERSHOOT:g} × {limit_mbps:.2f})")
+        return Verdict(metric, want, None, "Mbit/s", INVALID, "no receiver rate reported")
+    if measured_mbps > policy.WINDOW_GRANT_MAX * policy.RATE_MAX * limit_mbps:
+        return Verdict(metric, want, measured_mbps, "Mbit/s", INVALID,
+                       f"{measured_mbps:.2f} Mbit/s is more than any Linux grants for that "
+                       f"window ({policy.WINDOW_GRANT_MAX:g} × {limit_mbps:.2f})")
+    ratio = measured_mbps / want
+    if ratio > policy.RATE_MAX:
+        return Verdict(metric, want, measured_mbps, "Mbit/s", SUSPICIOUS,
+                       f"{ratio:.0%} of {which} = {want:.2f} Mbit/s: more than one window per "
+                       "round trip")
     if ratio >= policy.RATE_OK_LOW:
-        return Verdict(metric, limit_mbps, measured_mbps, "Mbit/s", OK,
-                       f"{ratio:.0%} of window / RTT = {limit_mbps:.2f} Mbit/s: the window holds "
-                       "the rate (Linux grants somewhat more than asked)")
-    return _low_rate(metric, measured_mbps, limit_mbps, limit_mbps, machine)
+        return Verdict(metric, want, measured_mbps, "Mbit/s", OK,
+                       f"{ratio:.0%} of {which} = {want:.2f} Mbit/s: the window holds the rate")
+    return _low_rate(metric, measured_mbps, want, want, machine)
 
 
 def sender_guard(sender_mbps: Optional[float], ceiling_mbps: Optional[float]) -> Optional[Verdict]:

@@ -13,6 +13,7 @@ Durations and counts left out come from the session (``lab.durations``, see
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, TypeVar
 
 from labtools.errors import LabtoolsError, ToolError
@@ -20,7 +21,13 @@ from labtools.judge import policy
 from labtools.judge.measurement import JudgeContext, Measurement, ProbeCall, judge_parsed
 from labtools.judge.repeated import check_repeat, judge_repeated
 from labtools.judge.shares import FlowsMeasurement, flows_spec, judge_flows
-from labtools.lab.processes import SERVER_READY_S, TIMEOUT_MARGIN_S, server_failure, wait_output
+from labtools.lab.processes import (
+    SERVER_READY_S,
+    TIMEOUT_MARGIN_S,
+    server_failure,
+    terminate,
+    wait_output,
+)
 from labtools.lab.startgate import StartGate
 from labtools.model.fairness import Flow
 from labtools.results.records import utc_now
@@ -54,23 +61,62 @@ def repeated(lab: "LabSession", call: ProbeCall, repeat: int,
                           finished_at=getattr(runs[-1], "finished_at", ""))
 
 
+class SocketWatch:
+    """Reads the sender's socket with ``ss -tin`` once, ``at_s`` seconds into a TCP run:
+    the window the kernel granted (``snd_wnd``), the congestion window and the kernel's
+    RTT. Kept with the measurement (``extra["ss"]``, the raw text) and used to judge a
+    window-limited rate (``JudgeContext.granted_window_bytes``). A failed read is noted
+    (``extra["ss_error"]``), never the measurement's failure."""
+
+    def __init__(self, lab: "LabSession", src: str, dst_ip: str, at_s: float) -> None:
+        self.lab, self.src, self.argv, self.at_s = lab, src, toolargs.ss_args(dst_ip), at_s
+        self.extra: Dict[str, Any] = {}
+        self.granted_bytes: Optional[int] = None
+
+    def during(self) -> None:
+        """Wait ``at_s``, then read the socket (the tool is running)."""
+        time.sleep(self.at_s)
+        try:
+            raw = self.lab.run(self.src, self.argv, 15)
+            self.extra["ss"] = raw
+            self.granted_bytes = parse("ss", raw).summary.get("snd_wnd_bytes")
+        except LabtoolsError as err:
+            self.extra["ss_error"] = str(err)
+
+    def judged_with(self, context: JudgeContext) -> JudgeContext:
+        """``context`` with the window the kernel granted."""
+        return replace(context, granted_window_bytes=self.granted_bytes)
+
+
 def run_tool(lab: "LabSession", tool: str, src: str, dst: str, argv: List[str],
              timeout_s: float, context: JudgeContext, call: ProbeCall,
              check: Optional[Callable[[Parsed], None]] = None,
-             extra: Optional[Dict[str, Any]] = None) -> Measurement:
+             extra: Optional[Dict[str, Any]] = None,
+             watch: Optional[SocketWatch] = None) -> Measurement:
     """Run ``argv`` on ``src``, parse as ``tool``, judge, save; save a failure too.
-    ``extra``: what else to keep with the measurement (e.g. the load it ran under)."""
+    ``extra``: what else to keep with the measurement (e.g. the load it ran under);
+    ``watch``: read the sender's socket while the tool runs."""
     raw, started = "", utc_now()
     try:
-        raw = lab.run(src, argv, timeout_s)
+        if watch is None:
+            raw = lab.run(src, argv, timeout_s)
+        else:
+            proc = lab.start_process(src, argv)
+            try:
+                watch.during()
+                raw = wait_output(proc, argv, src, timeout_s)
+            finally:
+                terminate(proc)
+            context = watch.judged_with(context)
         parsed = parse(tool, raw)
         if check is not None:
             check(parsed)
     except LabtoolsError as err:
         lab.save_failure(tool, src, dst, argv, raw, err, started, call)
         raise
+    kept = {**(extra or {}), **(watch.extra if watch is not None else {})}
     m = judge_parsed(parsed, lab.topo, src, dst, context, argv, started_at=started, call=call,
-                     extra=dict(extra or {}))
+                     extra=kept)
     lab.save(m)
     return m
 
@@ -103,8 +149,10 @@ def iperf3(lab: "LabSession", src: str, dst: str, duration_s: Optional[float] = 
            port: int = toolargs.DEFAULT_PORT, repeat: int = 1) -> Any:
     """iperf3 from ``src`` (client) to a server the probe starts on ``dst``; JSON output
     with the server's own report (the receiver side). The warm-up (``omit_s``, by default
-    :func:`labtools.judge.policy.warmup_s`) is left out with ``-O``. ``repeat``: runs of
-    the same call (see :func:`repeated`)."""
+    :func:`labtools.judge.policy.warmup_s`) is left out with ``-O``. With a window
+    (``window_bytes``), the sender's socket is read halfway (:class:`SocketWatch`): the
+    rate is judged against the window the kernel granted. ``repeat``: runs of the same call
+    (see :func:`repeated`)."""
     call = ProbeCall("iperf3", {"src": src, "dst": dst, "window_bytes": window_bytes,
                                 "parallel": parallel, "reverse": reverse, "bidir": bidir,
                                 "udp": udp, "rate_mbps": rate_mbps})
@@ -117,9 +165,11 @@ def iperf3(lab: "LabSession", src: str, dst: str, duration_s: Optional[float] = 
                           window_bytes=window_bytes)
 
     def measure(one: ProbeCall) -> Measurement:
+        watch = (SocketWatch(lab, src, lab.ip_towards(src, dst), omit_s + duration_s / 2)
+                 if window_bytes is not None and not (reverse or bidir) else None)
         with lab.server(dst, toolargs.iperf3_server_args(port), port):
             return run_tool(lab, "iperf3", src, dst, argv, duration_s + omit_s + TIMEOUT_MARGIN_S,
-                            context, one, _iperf3_ok)
+                            context, one, _iperf3_ok, watch=watch)
 
     return repeated(lab, call, repeat, measure)
 

@@ -82,6 +82,11 @@ def ping_args(dst_ip: str, count: int = 10, interval_s: float = 0.2,
     return argv + [check_ip(dst_ip)]
 
 
+def ss_args(dst_ip: str) -> List[str]:
+    """``ss -tin dst IP``: the kernel's view of the TCP connections to ``dst_ip``."""
+    return ["ss", "-tin", "dst", check_ip(dst_ip)]
+
+
 def iperf3_server_args(port: int = DEFAULT_PORT) -> List[str]:
     """``iperf3 -s -1 -J -p PORT``: a server for exactly one test, reporting in JSON, so a
     client's ``--get-server-output`` brings the receiver's own intervals (the rate that

@@ -22,6 +22,7 @@ PARSER_MODULES: Dict[str, str] = {
     "iperf": "labtools.tools.parsers.iperf2",
     "iperf3": "labtools.tools.parsers.iperf3",
     "simpleperf": "labtools.tools.parsers.simpleperf",
+    "ss": "labtools.tools.parsers.ss",
 }
 TOOLS = tuple(PARSER_MODULES)
 
