@@ -212,3 +212,13 @@ def test_a_window_limited_rate_is_judged_against_the_window_the_kernel_granted()
     # the kernel's window not read: judged against the asked window, said so
     unread = verdicts.window_verdict(0.95 * asked, asked)
     assert unread.verdict == "ok" and "not read" in unread.reason
+
+
+def test_a_flow_a_little_above_its_share_is_ordinary_tcp():
+    """Repeated sets in the lab VM put single flows up to 1.20 x their fair share; a flow
+    at 1.05 x was 'suspicious: uneven sharing' under the old band (RATE_MAX)."""
+    fair = 14.346
+    assert verdicts.share_verdict("a1-b1", 1.05 * fair, fair, 28.7, True).verdict == "ok"
+    assert verdicts.share_verdict("a1-b1", 1.20 * fair, fair, 28.7, True).verdict == "ok"
+    above = verdicts.share_verdict("a1-b1", 1.30 * fair, fair, 28.7, True)
+    assert above.verdict == "suspicious" and "uneven sharing" in above.reason

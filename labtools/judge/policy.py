@@ -21,7 +21,9 @@ Windows
     (``ss``), else the one asked for; more than ``WINDOW_GRANT_MAX`` times the asked
     window / RTT is impossible on any Linux.
 Fairness
-    Jain's index over the per-connection rates is ``ok`` from ``JAIN_OK`` up.
+    Jain's index of each connection's rate / its max-min fair share, over the connections
+    one link shares out, is ``ok`` from ``JAIN_OK`` up. A flow from ``RATE_OK_LOW`` to
+    ``SHARE_HIGH`` times its fair share is ``ok``: TCP flows do not split a link exactly.
 UDP above capacity
     Offered more than ``UDP_OVERLOAD`` times what the path carries, a UDP stream must lose
     more than ``UDP_LOSS_ABOVE_CAPACITY_PCT`` percent.
@@ -76,6 +78,9 @@ WINDOW_GRANT_MAX = 2.0
 
 # --- fairness ----------------------------------------------------------------------------
 JAIN_OK = 0.9
+#: repeated multiplexing sets in the lab VM (2-4 flows on one bottleneck, 10 s each, 68
+#: flow runs): a flow's rate / its fair share reached 1.20 at most, 1.05 on a quiet machine
+SHARE_HIGH = 1.25
 
 # --- UDP ---------------------------------------------------------------------------------
 UDP_OVERLOAD = 1.05

@@ -331,8 +331,9 @@ def udp_verdicts(received_mbps: Optional[float], sent_mbps: Optional[float],
 def share_verdict(label: str, got: Optional[float], want: Optional[float],
                   alone: Optional[float], link_full: bool, load_mbps: Optional[float] = None,
                   machine: Optional[MachineProfile] = None) -> Verdict:
-    """One flow's rate against its fair share (Mbit/s of goodput): ok within the rate
-    band; above it uneven sharing; above what its path carries alone, invalid; below it,
+    """One flow's rate against its fair share (Mbit/s of goodput): ok from
+    :data:`~labtools.judge.policy.RATE_OK_LOW` to :data:`~labtools.judge.policy.SHARE_HIGH`
+    times it; above that uneven sharing; above what its path carries alone, invalid; below it,
     uneven sharing when the shared link was full, else inconclusive when the machine could
     not carry ``load_mbps`` (all flows together), else suspicious."""
     metric = f"share {label}"
@@ -343,7 +344,7 @@ def share_verdict(label: str, got: Optional[float], want: Optional[float],
         return Verdict(metric, want, got, "Mbit/s", INVALID,
                        f"{got:.2f} Mbit/s is more than this path can carry even alone "
                        f"({alone:.2f})")
-    if ratio > policy.RATE_MAX:
+    if ratio > policy.SHARE_HIGH:
         return Verdict(metric, want, got, "Mbit/s", SUSPICIOUS,
                        f"{ratio:.0%} of its fair share {want:.2f} Mbit/s: uneven sharing (a "
                        "flow that starts first or has a larger window keeps more)")
