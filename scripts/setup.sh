@@ -4,6 +4,10 @@
 # Used by `make test`, `make lab`, `.ci/run` and the Vagrant provisioning.
 # Idempotent: a second run checks, changes nothing and takes seconds.
 #
+# As root it installs the packages, loads sch_netem (and at every boot) and says whether
+# ordinary users may run labs (unprivileged user namespaces). As an ordinary user (labs need
+# no root) it only checks that the packages are there and makes the venv in this checkout.
+#
 #   bash scripts/setup.sh              # packages + venv + kit (with the development tools)
 #   bash scripts/setup.sh --service    # the lab VM: the kit for students, JupyterLab as a
 #                                      # systemd service (what `vagrant up` runs)
@@ -22,12 +26,17 @@ for arg in "$@"; do
 done
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export PATH="$PATH:/usr/sbin:/sbin"  # ip, tc, modprobe (an ordinary user's PATH lacks them)
 venv=${LABTOOLS_VENV:-$here/.venv}
 say() { printf '[setup] %s\n' "$*"; }
 
+as_root=yes
 if [ "$(id -u)" != 0 ]; then
-    echo "[setup] run as root (the lab needs root for network namespaces)" >&2
-    exit 1
+    as_root=no
+    if [ "$service" = yes ]; then
+        echo "[setup] --service installs a system service: run as root" >&2
+        exit 1
+    fi
 fi
 
 # --- Debian / Ubuntu packages -----------------------------------------------------------
@@ -39,6 +48,11 @@ install_missing() {
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed' || missing+=("$p")
     done
     [ ${#missing[@]} -eq 0 ] && return 0
+    if [ "$as_root" = no ]; then
+        echo "[setup] missing package(s): ${missing[*]}; an administrator installs them once:" \
+             "sudo bash scripts/setup.sh (the labs themselves need no root)" >&2
+        exit 1
+    fi
     say "installing ${#missing[@]} package(s): ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
     if [ "$updated" = no ]; then apt-get update -qq; updated=yes; fi
@@ -59,14 +73,15 @@ install_missing python3 python3-venv python3-pip python3-dev \
 # own controller service would hold that port ("Please shut down the controller which is
 # running on port 6653") and listen on every address. Only the program is needed.
 # (A SysV script: `systemctl disable --now` disables it but leaves it running.)
-if [ -d /run/systemd/system ] && systemctl is-enabled --quiet openvswitch-testcontroller 2>/dev/null; then
+if [ "$as_root" = yes ] && [ -d /run/systemd/system ] && \
+        systemctl is-enabled --quiet openvswitch-testcontroller 2>/dev/null; then
     say "disabling the package's standing OpenFlow controller (Mininet starts its own)"
     systemctl disable --quiet openvswitch-testcontroller 2>/dev/null || true
     systemctl stop openvswitch-testcontroller 2>/dev/null || true
 fi
 controller_pid=/var/run/openvswitch/ovs-testcontroller.pid  # the package's daemon only
-if [ -f "$controller_pid" ] && start-stop-daemon --status --pidfile "$controller_pid" \
-        --exec /usr/bin/ovs-testcontroller; then
+if [ "$as_root" = yes ] && [ -f "$controller_pid" ] && \
+        start-stop-daemon --status --pidfile "$controller_pid" --exec /usr/bin/ovs-testcontroller; then
     say "stopping the package's standing OpenFlow controller (port 6653)"
     start-stop-daemon --stop --quiet --retry 5 --pidfile "$controller_pid" \
         --exec /usr/bin/ovs-testcontroller || true
@@ -82,11 +97,31 @@ if [ "$testing" = yes ]; then
     fi
 fi
 
+# A lab's network lives in a user namespace of the user who starts it (no root): say when
+# this machine does not let ordinary users make one (labtools doctor says what to change).
+probe='ip link add lt0 type bridge && ip link add lt1 type veth peer name lt2 && tc qdisc add dev lt1 root handle 5: htb default 1'
+as_user=()
+[ "$as_root" = yes ] && as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups --)
+if ! "${as_user[@]}" unshare --user --map-root-user --net -- sh -c "$probe" 2>/dev/null; then
+    say "WARNING: ordinary users cannot give a lab a user namespace here: see labtools doctor"
+fi
+
+# netem: a user namespace cannot run modprobe, so root loads sch_netem, and at every boot.
 # The VM runner, only where this kernel cannot emulate delay (no sch_netem): QEMU and a
 # stock kernel of the distribution (Debian: linux-image-ARCH; Ubuntu: linux-image-generic).
-modprobe -q sch_netem 2>/dev/null || true
-if unshare --net -- tc qdisc add dev lo root netem delay 1ms 2>/dev/null; then
+netem_probe=(unshare --net --)
+if [ "$as_root" = yes ]; then
+    modprobe -q sch_netem 2>/dev/null || true
+else
+    netem_probe=(unshare --user --map-root-user --net --)
+fi
+if "${netem_probe[@]}" tc qdisc add dev lo root netem delay 1ms 2>/dev/null; then
     say "this kernel emulates delay (netem): no VM runner needed"
+    if [ "$as_root" = yes ] && [ -d /sys/module/sch_netem ] && [ -d /etc/modules-load.d ] \
+            && ! grep -qsx sch_netem /etc/modules-load.d/labtools.conf; then
+        echo sch_netem > /etc/modules-load.d/labtools.conf
+        say "sch_netem is loaded at every boot (/etc/modules-load.d/labtools.conf)"
+    fi
 else
     arch=$(dpkg --print-architecture)
     kernel=linux-image-$arch

@@ -10,8 +10,8 @@ reach another's.
 The sandbox is held by one small shell, the *holder* (``unshare --user --map-root-user
 --net sh``; its ``$0`` is ``labtools-sandbox``), in a session of its own. It waits on a pipe
 from the lab's process. When that pipe closes - the lab stops, or its process dies, even by
-SIGKILL - it kills every process left in its user namespace, once more a second later (a
-tool that was entering the sandbox at that moment), and exits; the namespaces, and every
+SIGKILL - it kills every process left in its user namespace, once more a moment later (a
+tool that was entering the sandbox then), and exits; the namespaces, and every
 interface and qdisc in them, go with the last process. So a lab leaves nothing behind, by
 construction. (A process with threads, such as a Jupyter kernel, cannot enter a new user
 namespace itself: everything runs through this separate process.)
@@ -24,7 +24,6 @@ with every capability over the lab's network and none over the machine.
 
 from __future__ import annotations
 
-import atexit
 import os
 import selectors
 import signal
@@ -39,14 +38,16 @@ from labtools.system.sandbox_leftovers import HOLDER_MARK
 START_S = 60.0
 #: seconds the holder may take to clear the sandbox at the end
 CLOSE_S = 30.0
-#: seconds after which the holder clears its sandbox once more (and exits): a tool whose
-#: ``nsenter`` had opened a node's namespaces but not yet entered them when the lab ended
-#: is caught then
-LAST_CLEAR_S = 1
-#: the holder: say it is ready, wait until the lab's pipe closes, then kill every process
-#: left in its user namespace (zombies only wait to be reaped: skipped), round after round
-#: until none is left (a process may fork meanwhile; at most 50 rounds), say so (nobody
-#: may listen: SIGPIPE ignored), and once more :data:`LAST_CLEAR_S` later
+#: seconds after which the holder clears its sandbox once more (then exits): a tool whose
+#: ``nsenter`` had opened a node's namespaces but not yet entered them when the lab ended is
+#: caught then. After the lab's process died (nothing can be waiting for the holder); after
+#: :meth:`Sandbox.close`, which waits for it, :data:`CLOSE_AGAIN_S`
+LAST_CLEAR_S = 1.0
+CLOSE_AGAIN_S = 0.1
+#: the holder: say it is ready, wait until the lab's pipe says ``close`` or closes, then kill
+#: every process left in its user namespace (zombies only wait to be reaped: skipped), round
+#: after round until none is left (a process may fork meanwhile; at most 50 rounds), and once
+#: more a little later
 HOLDER_SCRIPT = r"""
 clear() {
     me=/proc/$$/ns/user
@@ -66,12 +67,11 @@ clear() {
     done
 }
 trap 'clear; exit 0' TERM HUP
-trap '' PIPE
 echo ready
-read -r _ || :
+pause=$1
+read -r why && [ "$why" = close ] && pause=$2
 clear
-echo cleared
-sleep "$1"
+sleep "$pause"
 clear
 """
 
@@ -80,7 +80,7 @@ def holder_argv() -> List[str]:
     """The holder's command line: a new user namespace (this user as its root) with a new
     network namespace, and the shell of :data:`HOLDER_SCRIPT` in them."""
     return ["unshare", "--user", "--map-root-user", "--net", "--",
-            "sh", "-c", HOLDER_SCRIPT, HOLDER_MARK, str(LAST_CLEAR_S)]
+            "sh", "-c", HOLDER_SCRIPT, HOLDER_MARK, f"{LAST_CLEAR_S:g}", f"{CLOSE_AGAIN_S:g}"]
 
 
 def enter_argv(pid: int, argv: List[str], mounts: bool = False) -> List[str]:
@@ -96,7 +96,6 @@ class Sandbox:
     not let this user make one."""
 
     def __init__(self, start_s: float = START_S) -> None:
-        _collect_closed()
         #: the environment of everything run in the sandbox: ``PATH`` with ``/usr/sbin``
         #: (``ip``, ``tc`` and ``ethtool`` are there; an ordinary user's ``PATH`` lacks it)
         self.env: Dict[str, str] = tools_env()
@@ -138,21 +137,15 @@ class Sandbox:
 
     def close(self, timeout_s: float = CLOSE_S) -> None:
         """End the sandbox: every process in it is killed, and its namespaces, interfaces
-        and qdiscs go with them. Returns once the holder has done so (it clears once more
-        :data:`LAST_CLEAR_S` later, then exits); idempotent."""
-        if self.proc.stdin is None or self.proc.stdin.closed:
-            return
-        try:
-            self.proc.stdin.close()  # the holder clears the sandbox
-        except OSError:
-            pass
-        if _line_within(self.proc, timeout_s) != "cleared":
-            self._end(kill=True)  # it cannot clear: what is left dies on its own
-            return
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-        _CLOSING.append(self.proc)  # collected once it has exited
-        _collect_closed()
+        and qdiscs go with them. Returns once the holder has done so (idempotent)."""
+        stdin = self.proc.stdin
+        if stdin is not None and not stdin.closed:
+            try:
+                stdin.write("close\n")
+                stdin.flush()
+            except OSError:  # the holder is gone: _end collects it
+                pass
+        self._end(kill=False, timeout_s=timeout_s)
 
     def _end(self, kill: bool, timeout_s: float = CLOSE_S) -> None:
         if self.proc.stdin is not None and not self.proc.stdin.closed:
@@ -164,30 +157,11 @@ class Sandbox:
             self.proc.send_signal(signal.SIGKILL)
         try:
             self.proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:  # pragma: no cover - a SIGKILLed shell ends
-            pass
+        except subprocess.TimeoutExpired:  # it cannot clear: what is left dies on its own
+            self.proc.kill()
+            self.proc.wait()
         if self.proc.stdout is not None:
             self.proc.stdout.close()
-
-
-#: holders of closed sandboxes still making their last clear (exit status not yet read)
-_CLOSING: List["subprocess.Popen[str]"] = []
-
-
-def _collect_closed() -> None:
-    """Read the exit status of closed sandboxes' holders that have exited (no zombies)."""
-    _CLOSING[:] = [proc for proc in _CLOSING if proc.poll() is None]
-
-
-@atexit.register
-def _await_closed() -> None:
-    """At exit, wait for the last clear of sandboxes closed just before (at most
-    :data:`LAST_CLEAR_S` plus a margin)."""
-    for proc in _CLOSING:
-        try:
-            proc.wait(timeout=LAST_CLEAR_S + 5)
-        except subprocess.TimeoutExpired:
-            pass
 
 
 def _line_within(proc: "subprocess.Popen[str]", timeout_s: float) -> Optional[str]:

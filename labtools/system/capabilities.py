@@ -182,8 +182,9 @@ def interpret_netem_probe(returncode: int, output: str) -> Tuple[bool, str]:
 
 def kernel_has_netem(timeout_s: float = 5.0) -> Tuple[bool, str]:
     """Does this kernel emulate delay? Tried for real: a netem qdisc in a throwaway
-    namespace (as root after ``modprobe``; otherwise in a user namespace, which cannot load
-    a module: root loads it on the host, see :func:`netem_module_state`)."""
+    namespace (as root after ``modprobe``; otherwise in a user namespace, which cannot run
+    ``modprobe``: the kernel loads an installed ``sch_netem`` on demand unless module loading
+    is restricted, as Debian 12's 6.1 did in the lab VM; see :func:`netem_module_state`)."""
     env = tools_env()
     if shutil.which("unshare", path=env["PATH"]) is None:
         return False, "the 'unshare' tool (util-linux) is missing"

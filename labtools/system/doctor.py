@@ -97,12 +97,13 @@ USE_THE_VM = "use the VM runner (labtools vm -- CMD); make test and make lab use
 
 def netem_fix(state: str) -> str:
     """What to do when the netem probe failed, from :func:`caps.netem_module_state`: load
-    an installed module as root on the host (a lab's user namespace, or a container,
-    cannot), or use the VM runner where this kernel has none."""
+    an installed module as root on the host (a lab's user namespace, or a container, cannot
+    run modprobe, and this kernel did not load it on demand), or use the VM runner where
+    this kernel has none."""
     if state == "not loaded":
         return ("as root on the host: modprobe sch_netem (at every boot: echo sch_netem > "
                 "/etc/modules-load.d/labtools.conf); a user namespace or a container cannot "
-                "load it. Or " + USE_THE_VM)
+                "run modprobe. Or " + USE_THE_VM)
     return USE_THE_VM
 
 
