@@ -118,3 +118,107 @@ def test_the_variant_comes_from_the_environment_or_the_file_beside_the_notebook(
     assert (from_file.params["variant"], from_env.params["variant"]) == ("s42", "s43")
     rates = [[lk.bw_mbps for lk in t.links if lk.name] for t in (from_file, from_env)]
     assert rates[0] != rates[1]
+
+
+# --- the lab is bound to the student whose folder nbgrader autogrades ------------------------
+RECORDED_VARIANT = json.loads((FIXTURES / "grading" / "capture.json").read_text())["variant"]
+
+
+def _autograded(tmp_path, monkeypatch, student: str, results=RECORDED, variants: str = ""):
+    """``COURSE/autograded/STUDENT/labs`` holding ``results``, as the working directory
+    (nbgrader's kernel runs there); optionally the course's variant list."""
+    folder = tmp_path / "autograded" / student / "labs"
+    (folder / "results").mkdir(parents=True)
+    shutil.copy(results, folder / "results" / "labtools.sqlite")
+    if variants:
+        (tmp_path / "labtools-variants.csv").write_text(variants)
+    monkeypatch.chdir(folder)
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    monkeypatch.delenv("LABTOOLS_VARIANT", raising=False)
+    return folder
+
+
+def test_the_student_who_measured_replays_their_own_measurements(tmp_path, monkeypatch,
+                                                                  capsys):
+    _autograded(tmp_path, monkeypatch, RECORDED_VARIANT)
+    lab = notebook.open_lab("intro")
+    lab.start()
+    out = capsys.readouterr().out
+    assert f"{RECORDED_VARIANT}'s variant is '{RECORDED_VARIANT}' (their student id)" in out
+    assert "replaying" in out and not lab.problem
+    assert probes.ping(lab, "h1", "h4").summary.min_ms > 0
+
+
+def test_another_students_results_file_fails_every_measured_check_with_one_line(
+        tmp_path, monkeypatch, capsys):
+    _autograded(tmp_path, monkeypatch, "student4")
+    lab = notebook.open_lab("path")
+    lab.start()
+    out = capsys.readouterr().out
+    # the network the answers are checked on is the student's own, not the recorded one
+    assert lab.topo.params["variant"] == "student4"
+    assert f"made on variant '{RECORDED_VARIANT}'" in out and "the measured checks fail" in out
+    for call in (lambda: probes.ping(lab, "h1", "h4"), lambda: probes.iperf3(lab, "h1", "h4")):
+        with pytest.raises(ReplayError) as err:
+            _ = call().summary
+        reason = str(err.value)
+        assert "\n" not in reason and "student4's variant is 'student4'" in reason
+        assert f"variant '{RECORDED_VARIANT}'" in reason and "measure on your own network" in reason
+
+
+def test_lab_partners_listed_by_the_course_share_one_results_file(tmp_path, monkeypatch,
+                                                                  capsys):
+    listing = f"student_id,variant\nstudent9,{RECORDED_VARIANT}\n"
+    _autograded(tmp_path, monkeypatch, "student9", variants=listing)
+    lab = notebook.open_lab("intro")
+    lab.start()
+    assert f"student9's variant is '{RECORDED_VARIANT}' (labtools-variants.csv" in \
+        capsys.readouterr().out
+    assert not lab.problem and probes.ping(lab, "h1", "h4").summary.min_ms > 0
+
+
+def _edited(tmp_path, sql: str, *args) -> object:
+    """A copy of the recorded results file with one UPDATE applied (an edited file)."""
+    import sqlite3
+
+    path = tmp_path / "edited.sqlite"
+    shutil.copy(RECORDED, path)
+    con = sqlite3.connect(path)
+    con.execute(sql, args)
+    con.commit()
+    con.close()
+    return path
+
+
+def test_a_results_file_whose_topology_was_edited_is_found(tmp_path, monkeypatch):
+    from labtools.model.catalog import load_topology, to_dict
+
+    changed = to_dict(load_topology(f"portfolio,variant={RECORDED_VARIANT}"))
+    l2 = next(lk for lk in changed["links"] if lk["name"] == "L2")
+    l2["bw_mbps"] += 5  # a rate that makes a slow measurement look right
+    edited = _edited(tmp_path, "UPDATE runs SET topology_json = ? WHERE \"case\" = 'path' AND "
+                     "tool = 'iperf3'", json.dumps(changed))
+    _autograded(tmp_path, monkeypatch, RECORDED_VARIANT, results=edited)
+    lab = notebook.open_lab("path")
+    with pytest.raises(ReplayError, match="recorded link L2 .* is not the kit's for this variant"):
+        _ = probes.ping(lab, "h1", "h4").summary
+    assert not notebook.open_lab("intro").problem  # the other notebooks are untouched
+
+
+def test_runs_recorded_by_another_student_are_found(tmp_path, monkeypatch):
+    edited = _edited(tmp_path, "UPDATE runs SET context_json = json_set(context_json, "
+                     "'$.student', 'student7') WHERE \"case\" = 'intro'")
+    _autograded(tmp_path, monkeypatch, RECORDED_VARIANT, results=edited)
+    lab = notebook.open_lab("intro")
+    assert "recorded by student7, not by " + RECORDED_VARIANT in lab.problem
+    assert not notebook.open_lab("path").problem
+
+
+def test_outside_nbgraders_folders_the_variant_is_not_checked(folder, monkeypatch, capsys):
+    lab = notebook.open_lab("intro")
+    lab.start()
+    assert lab.binding is None and not lab.problem
+    assert "the student is unknown" in capsys.readouterr().out
+    monkeypatch.setenv("NBGRADER_EXECUTION", "validate")  # a student checking their work
+    notebook.open_lab("intro").start()
+    assert "unknown" not in capsys.readouterr().out

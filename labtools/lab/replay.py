@@ -21,6 +21,7 @@ the quick one CI uses), so a notebook that passes them to a probe asks for what 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, NoReturn, Optional, Set, Tuple, TypeVar, Union
@@ -32,6 +33,7 @@ from labtools.judge.measurement import ProbeCall
 from labtools.lab.base import LabBase
 from labtools.model.catalog import from_dict
 from labtools.model.topology import Topology
+from labtools.results import ownership
 from labtools.results.store import ResultStore
 
 T = TypeVar("T")
@@ -69,7 +71,12 @@ class ReplaySession(LabBase):
     """A notebook's lab that answers probe calls from ``results`` (see the module
     docstring). ``topology`` is used only when the file holds no recorded session; the
     topology (a per-student variant included) and the calibration are otherwise the ones
-    the student measured with."""
+    the student measured with.
+
+    While nbgrader autogrades a student's folder, the lab is bound to that student
+    (:mod:`labtools.results.ownership`): its topology is the student's own variant, and
+    runs measured on another variant, recorded by another student, or on a topology the
+    kit does not build for them fail every measured check with that one-line reason."""
 
     replaying = True
 
@@ -85,16 +92,32 @@ class ReplaySession(LabBase):
             recorded, first_run = _index(self.store, case)
         except StoreError as err:
             self.problem = str(err)
-        if self.store is not None and not recorded:
+        if self.store is not None and not recorded and not self.problem:
             self.problem = f"{self.results} holds no measurement of this notebook ({case})"
         recorded_durations = policy.NAMED_DURATIONS.get(
             str((first_run or {}).get("context", {}).get("durations")))
-        super().__init__(_recorded_topology(first_run) or topology, case,
-                         recorded_durations or durations)
+        self.binding = ownership.graded_binding(Path.cwd())
+        chosen = _recorded_topology(first_run) or topology
+        if self.binding is not None and isinstance(topology, str):
+            chosen = self._bind(self.binding, topology, _recorded_topology(first_run),
+                                case) or chosen
+        super().__init__(chosen, case, recorded_durations or durations)
         self.machine = MachineProfile.from_dict(
             (first_run or {}).get("context", {}).get("machine")) if first_run else None
         self._recorded = recorded
         self._taken: Set[Tuple[str, Union[int, str]]] = set()
+
+    def _bind(self, binding: ownership.Binding, spec: str, recorded: Optional[Topology],
+              case: str) -> Optional[Topology]:
+        """The student's own topology; sets :attr:`problem` when the results file's runs
+        of ``case`` are not theirs (the first reason found)."""
+        own = ownership.bound_topology(spec, binding, recorded)
+        if own is None:  # a topology without variants: nothing to bind
+            return None
+        if self.store is not None and not self.problem:
+            self.problem = ownership.case_problem(self.store, case, spec, binding,
+                                                  str(self.results))
+        return own
 
     # --- a lab without a network ----------------------------------------------------------
     @property
@@ -103,7 +126,12 @@ class ReplaySession(LabBase):
         return False
 
     def start(self) -> None:
-        """Nothing to start: say what is replayed."""
+        """Nothing to start: say whose lab is graded and what is replayed."""
+        if self.binding is not None:
+            print(f"grading: {self.binding.describe()}")
+        elif os.environ.get(GRADING_VARIABLE) == "autograde":
+            print("grading: the student is unknown (the notebook is not in nbgrader's "
+                  f"{ownership.AUTOGRADED}/STUDENT/ASSIGNMENT folder): the variant is not checked")
         if self.problem:
             print(f"grading: no network started; {self.problem}: the measured checks fail")
         else:
@@ -124,7 +152,7 @@ class ReplaySession(LabBase):
     def perform(self, call: ProbeCall, measure: Callable[[], T]) -> T:
         """The recorded measurement for ``call`` (``measure`` is not run)."""
         self.step += 1
-        found = self._take(call)
+        found = None if self.problem else self._take(call)
         if found is None:
             why = self.problem or (f"{self.results} has no recorded measurement for "
                                    f"{call.describe()} (call {self.step} of this notebook)")

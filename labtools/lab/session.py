@@ -57,6 +57,7 @@ from labtools.lab.processes import (
     wait_output,
 )
 from labtools.model.topology import Topology
+from labtools.results.ownership import recording_identity
 from labtools.results.records import RunRecord, utc_now
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -240,6 +241,7 @@ class LabSession(LabBase):
             record = RunRecord.from_measurement(m, **self._meta(m.tool, m.call))
             if record.context is not None:
                 record.context["durations"] = self.durations.name  # replay follows it
+                record.context.update(recording_identity())  # who measured: grading checks it
             m.run_id = self.store.save(record)
         return m.run_id
 

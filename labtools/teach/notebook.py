@@ -9,7 +9,8 @@ the variant, a file beside the notebook):
 
 - ``LABTOOLS_QUICK=1``: the short durations CI uses (:func:`labtools.judge.policy.durations`);
 - ``LABTOOLS_VARIANT`` or a file ``labtools-variant.txt``: the student's variant of the
-  topology (``portfolio,variant=ID``, see :mod:`labtools.model.variants`);
+  topology (``portfolio,variant=ID``, see :mod:`labtools.model.variants`); on JupyterHub
+  the user's name (nbgrader's student id, which grading binds the variant to) by default;
 - ``NBGRADER_EXECUTION`` (set by nbgrader while it grades or validates): no network, the
   student's recorded measurements are replayed (:mod:`labtools.lab.replay`);
 - ``LABTOOLS_RATE_SCALE``: run the lab with every link rate scaled by this factor, for a
@@ -61,12 +62,15 @@ def quick_mode() -> bool:
 
 def variant() -> str:
     """The student's variant: ``$LABTOOLS_VARIANT``, else the first line of
-    ``labtools-variant.txt`` in the notebook's folder, else '' (the reference values)."""
+    ``labtools-variant.txt`` in the notebook's folder, else the JupyterHub user's name,
+    else '' (the reference values)."""
+    from labtools.results.ownership import own_student
+
     chosen = os.environ.get(VARIANT_VARIABLE, "").strip()
     if not chosen and Path(VARIANT_FILE).is_file():
         lines = Path(VARIANT_FILE).read_text(encoding="utf-8").strip().splitlines()
         chosen = lines[0].strip() if lines else ""
-    return chosen
+    return chosen or own_student()
 
 
 def grading() -> bool:

@@ -1,0 +1,114 @@
+"""Whose network a results file was measured on: the student of an nbgrader folder, the
+variant bound to them (their id, or the course's list), and what a lab records about who
+measured. The results file is the one recorded on a real network (tests/fixtures/grading)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from labtools.errors import InputError
+from labtools.lab.session import LabSession
+from labtools.results import ownership
+from labtools.results.store import ResultStore
+from tests.conftest import FIXTURES
+
+RECORDED = FIXTURES / "grading" / "results" / "labtools.sqlite"
+RECORDED_VARIANT = json.loads((FIXTURES / "grading" / "capture.json").read_text())["variant"]
+
+
+def test_the_student_is_read_from_nbgraders_autograded_folder(tmp_path):
+    folder = tmp_path / "course" / "autograded" / "s0042" / "lab1"
+    folder.mkdir(parents=True)
+    assert ownership.graded_student(folder) == ("s0042", (tmp_path / "course").resolve())
+    assert ownership.graded_student(tmp_path / "course" / "submitted" / "s0042" / "lab1") is None
+    assert ownership.graded_student(tmp_path) is None
+    assert ownership.graded_binding(folder) == ownership.Binding("s0042", "s0042")
+
+
+def test_the_course_list_binds_partners_to_one_variant(tmp_path):
+    course = tmp_path / "course"
+    (course / "autograded" / "ann" / "lab1").mkdir(parents=True)
+    (course / "labtools-variants.csv").write_text(
+        "student_id,variant\nann,team3\n bob , team3\n\ncid,s9\n")
+    ann = ownership.graded_binding(course / "autograded" / "ann" / "lab1")
+    assert ann == ownership.Binding("ann", "team3", "labtools-variants.csv", frozenset({"bob"}))
+    assert "shared with bob" in ann.describe()
+    assert ownership.bind("dan", ownership.course_variants(course)).variant == "dan"
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("ann\n", "line 1: write student_id,variant"),
+    ("ann,team1,extra\n", "line 1: write student_id,variant"),
+    ("ann,\n", "line 1: write student_id,variant"),
+    ("ann,t1\nann,t2\n", "line 2: ann is listed twice"),
+    ("ann,a=b\n", "cannot be a variant"),
+    ('ann,"t,1"\n', "cannot be a variant"),
+])
+def test_a_bad_course_list_is_one_line(tmp_path, text, reason):
+    path = tmp_path / "labtools-variants.csv"
+    path.write_text(text)
+    with pytest.raises(InputError, match=reason) as err:
+        ownership.read_variant_list(path)
+    assert "\n" not in str(err.value)
+
+
+def test_a_student_id_that_cannot_be_a_variant_is_refused():
+    with pytest.raises(InputError, match="cannot be a variant"):
+        ownership.bind("a,b")
+
+
+def test_the_recorded_owners_of_each_notebook():
+    store = ResultStore(RECORDED, create=False)
+    for case in ("intro", "path", "pitfalls"):
+        owners = ownership.recorded_owners(store, case)
+        assert [o.variant for o in owners] == [RECORDED_VARIANT], case
+    mine = ownership.Binding(RECORDED_VARIANT, RECORDED_VARIANT)
+    assert ownership.ownership_problem(mine, ownership.recorded_owners(store, "intro"), "f") == ""
+    other = ownership.ownership_problem(ownership.Binding("s2", "s2"),
+                                        ownership.recorded_owners(store, "intro"), "f")
+    assert other.startswith("f: this notebook's measurements (1 of 1) were made on variant")
+
+
+def test_a_number_like_id_is_compared_as_the_spec_reads_it():
+    owners = [ownership.RecordedOwner("7", None, 3)]
+    assert ownership.ownership_problem(ownership.Binding("007", "007"), owners, "f") == ""
+
+
+def test_a_lab_records_who_measured_with_every_run(tmp_path, monkeypatch):
+    """A run judged again from the recorded file, saved by a lab session as a probe saves
+    it: its context names the JupyterHub user (nbgrader's student id on a course server)."""
+    measurement = ResultStore(RECORDED, create=False).measurement(1)
+    for user, expected in (("s0042", "s0042"), ("", None)):
+        monkeypatch.setenv("JUPYTERHUB_USER", user)
+        lab = LabSession(f"portfolio,variant={RECORDED_VARIANT}",
+                         results=tmp_path / f"{user or 'none'}.sqlite", case="intro")
+        lab.open_store()
+        run_id = lab.save(measurement)
+        saved = ResultStore(tmp_path / f"{user or 'none'}.sqlite", create=False).get(run_id)
+        assert saved.context["student"] == expected
+
+
+def test_on_jupyterhub_the_variant_defaults_to_the_students_id(tmp_path, monkeypatch):
+    from labtools.teach import notebook
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LABTOOLS_VARIANT", raising=False)
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    monkeypatch.setenv("JUPYTERHUB_USER", "s0042")
+    assert notebook.variant() == "s0042"
+    monkeypatch.setenv("LABTOOLS_VARIANT", "team3")  # the student's own choice wins
+    assert notebook.variant() == "team3"
+
+
+def test_the_bound_topology_keeps_the_students_rate_scale(tmp_path):
+    from labtools.model.catalog import load_topology
+
+    recorded = load_topology("portfolio,variant=x,rate_scale=0.5")
+    own = ownership.bound_topology("portfolio,variant=x", ownership.Binding("s1", "s1"), recorded)
+    assert own is not None and own.params == {"variant": "s1", "rate_scale": 0.5}
+    spec = str(tmp_path / "mine.json")
+    (tmp_path / "mine.json").write_text(json.dumps(
+        ownership.to_dict(load_topology("portfolio"))))
+    assert ownership.bound_topology(spec, ownership.Binding("s1", "s1"), None) is None
