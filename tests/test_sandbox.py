@@ -226,3 +226,17 @@ def test_a_killed_lab_leaves_nothing_and_the_others_go_on(labs, homes):
     _assert_measured(_measure_all([b])[0])  # the other lab did not notice
     b.quit()
     assert _kit_like_links() == before
+
+
+def test_open_vswitch_needs_root_and_says_so(homes):
+    script = ("from labtools.lab.session import LabSession\n"
+              "LabSession('star,hosts=2', switch='ovs', results=None, calibrate=False).start()\n")
+    proc = subprocess.run(["setpriv", f"--reuid={USER_A}", f"--regid={USER_A}", "--clear-groups",
+                           "--", sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=str(homes), env={"PATH": "/usr/bin:/bin", "HOME": str(homes)},
+                          timeout=120)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "labtools.errors.EnvironmentProblem: Open vSwitch switches need root: Mininet builds "
+        "them in this machine's own network namespace. Run as root (sudo), or use Linux "
+        "bridges (the default, --switch lxbr), which need no root")
