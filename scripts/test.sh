@@ -66,7 +66,7 @@ fi
 stage_start "real-network tests and the solution notebooks, executed on real networks"
 # Only these files are imported in the VM (importing the others costs minutes under
 # emulation). The notebooks run with LABTOOLS_QUICK=1 (shorter pings and UDP runs).
-network_files=(tests/test_network.py tests/test_network_cleanup.py
+network_files=(tests/test_network.py tests/test_network_queues.py tests/test_network_cleanup.py
                tests/test_notebooks.py tests/test_widgets.py)
 export LABTOOLS_QUICK=1
 if $py -c 'import sys; from labtools.system.capabilities import native_network_ok; sys.exit(0 if native_network_ok() else 1)'; then

@@ -36,14 +36,18 @@ HOG = [sys.executable, "-c", "while True:\n    pass"]
 
 
 def ping_under_load(lab: "LabSession", src: str, dst: str, load_src: str, load_dst: str,
-                    count: Optional[int] = None, interval_s: Optional[float] = None) -> Measurement:
+                    count: Optional[int] = None, interval_s: Optional[float] = None,
+                    repeat: int = 1) -> Any:
     """Ping ``src`` -> ``dst`` while an iperf3 transfer ``load_src`` -> ``load_dst`` runs
     (it starts :data:`LOAD_LEAD_S` before the pings). The pair's addresses are resolved
     first (one ping, not kept): under load the address resolution itself waits in the full
     queue, and every echo sent meanwhile waits with it. The ping is judged against the queue
     model (:mod:`labtools.model.queues`) with the load's own received rate (did the machine
     drive the link at its rate?) and saved with the load named in ``extra``; the transfer
-    is saved too."""
+    is saved too. ``repeat``: runs of the same call, judged on their medians
+    (:func:`labtools.lab.probes.repeated`)."""
+    from labtools.lab.probes import repeated
+
     call = ProbeCall("ping_under_load", {"src": src, "dst": dst, "load_src": load_src,
                                          "load_dst": load_dst})
     count = lab.durations.ping_count if count is None else count
@@ -56,7 +60,7 @@ def ping_under_load(lab: "LabSession", src: str, dst: str, load_src: str, load_d
     prime_argv = toolargs.ping_args(lab.ip_towards(src, dst), 1, 0.2, deadline_s=5)
     load = f"iperf3 {load_src} -> {load_dst}"
 
-    def measure() -> Measurement:
+    def measure(call: ProbeCall) -> Measurement:
         lab.run(src, prime_argv, 5 + TIMEOUT_MARGIN_S)  # resolve the addresses, idle
         with lab.server(load_dst, toolargs.iperf3_server_args(LOAD_PORT), LOAD_PORT):
             started = utc_now()
@@ -88,7 +92,7 @@ def ping_under_load(lab: "LabSession", src: str, dst: str, load_src: str, load_d
         lab.save(loaded)
         return m
 
-    return lab.perform(call, measure)
+    return repeated(lab, call, repeat, measure)
 
 
 @contextmanager
