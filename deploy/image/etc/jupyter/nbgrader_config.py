@@ -1,0 +1,13 @@
+"""nbgrader for a course hub (deploy/hub/): every server mounts the course's exchange at
+/srv/nbgrader/exchange; the course comes from the hub (LABTOOLS_COURSE); students are
+told apart by their hub user name (JUPYTERHUB_USER), each runs under a user id of its own.
+The instructor's course folder is ~/course (source/, release/, submitted/, autograded/...).
+"""
+import os
+
+c = get_config()  # noqa: F821 - nbgrader's config loader provides it
+c.Exchange.root = os.environ.get("NBGRADER_EXCHANGE", "/srv/nbgrader/exchange")
+if os.environ.get("LABTOOLS_COURSE"):
+    c.CourseDirectory.course_id = os.environ["LABTOOLS_COURSE"]
+if os.environ.get("LABTOOLS_ROLE") == "instructor":
+    c.CourseDirectory.root = os.path.join(os.environ.get("HOME", "/home/lab"), "course")
