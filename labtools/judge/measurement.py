@@ -230,14 +230,14 @@ def _rtt_verdicts(summary: RttSummary, expected: PairExpectation, context: Judge
 
 def _short_load(topo: Topology, context: JudgeContext) -> Optional[str]:
     """Why the run's load fell short of its path's rate, or None: a TCP flow alone on its
-    path that receives less than :data:`~labtools.judge.policy.RATE_OK_LOW` of what TCP
+    path that receives less than :data:`~labtools.judge.policy.LOAD_AT_RATE` of what TCP
     can reach there did not drive its bottleneck at the link's rate (the machine could not
     keep up), so its queue drained more slowly than the link's rate."""
     if context.load is None or context.load_received_mbps is None:
         return None
     limit = expect_pair(topo, *context.load).tcp_limit_mbps
     got = context.load_received_mbps
-    if limit is None or got >= policy.RATE_OK_LOW * limit:
+    if limit is None or got >= policy.LOAD_AT_RATE * limit:
         return None
     return (f"the load {context.load[0]}->{context.load[1]} received only {got:.2f} of "
             f"{limit:.2f} Mbit/s, so this machine did not drive its link at the link's rate")
