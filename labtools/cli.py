@@ -30,6 +30,7 @@ COMMANDS = {
     "clean": "labtools.commands.clean_cmd",
     "vm": "labtools.commands.vm_cmd",
     "doctor": "labtools.commands.doctor_cmd",
+    "class-report": "labtools.commands.class_report_cmd",
 }
 
 

@@ -57,7 +57,7 @@ class MissingMeasurement:
 
 
 @dataclass(frozen=True)
-class _Recorded:
+class RecordedCall:
     """One recorded probe call: a run or a group, in its session, with its arguments."""
 
     kind: str  #: ``run`` or ``group``
@@ -85,11 +85,11 @@ class ReplaySession(LabBase):
         self.results = Path(results)
         self.store: Optional[ResultStore] = None
         self.problem = ""
-        recorded: List[_Recorded] = []
+        recorded: List[RecordedCall] = []
         first_run: Optional[Dict[str, Any]] = None
         try:
             self.store = ResultStore(self.results, create=False)
-            recorded, first_run = _index(self.store, case)
+            recorded, first_run = recorded_calls(self.store, case)
         except StoreError as err:
             self.problem = str(err)
         if self.store is not None and not recorded and not self.problem:
@@ -163,7 +163,7 @@ class ReplaySession(LabBase):
             return self.store.measurement(int(found.ident))
         return self.store.group(str(found.ident))
 
-    def _take(self, call: ProbeCall) -> Optional[_Recorded]:
+    def _take(self, call: ProbeCall) -> Optional[RecordedCall]:
         key = call.key()
         for record in self._recorded:  # latest session first, in step order
             ident = (record.kind, record.ident)
@@ -173,18 +173,20 @@ class ReplaySession(LabBase):
         return None
 
 
-def _index(store: ResultStore, case: str) -> Tuple[List[_Recorded], Optional[Dict[str, Any]]]:
-    """The recorded probe calls of ``case``, latest session first, and that session's first
-    run (for its topology and calibration)."""
+def recorded_calls(store: ResultStore, case: str
+                   ) -> Tuple[List[RecordedCall], Optional[Dict[str, Any]]]:
+    """The recorded probe calls of ``case``, latest session first (each in step order), and
+    that session's first run (a dict of its columns, with ``context`` decoded: its topology
+    and calibration)."""
     runs = store.query(
         'SELECT id, session_id, step, call_json, started_at FROM runs WHERE "case" = ? '
         'AND status = ? AND call_json IS NOT NULL AND group_id IS NULL ORDER BY id', (case, "ok"))
     groups = store.query(
         'SELECT id, session_id, step, call_json, started_at FROM groups WHERE "case" = ? '
         'ORDER BY started_at', (case,))
-    recorded = [_Recorded("run", int(r["id"]), r["session_id"], r["step"] or 0,
+    recorded = [RecordedCall("run", int(r["id"]), r["session_id"], r["step"] or 0,
                           _key(r["call_json"])) for r in runs]
-    recorded += [_Recorded("group", str(g["id"]), g["session_id"], g["step"] or 0,
+    recorded += [RecordedCall("group", str(g["id"]), g["session_id"], g["step"] or 0,
                            _key(g["call_json"])) for g in groups]
     latest: Dict[str, str] = {}
     for r in list(runs) + list(groups):

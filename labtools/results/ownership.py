@@ -230,6 +230,25 @@ def bound_topology(spec: str, binding: Binding, recorded: Optional[Topology]
         return None
 
 
+def spec_of(topology: Topology) -> str:
+    """The spec that builds ``topology`` again from the kit's catalog: its name and
+    parameters (``dumbbell,bw_mbps=20,pairs=4,variant=s1``)."""
+    words = [topology.name]
+    for key, value in topology.params.items():
+        words.append(f"{key}={'none' if value is None else value}")
+    return ",".join(words)
+
+
+def own_topology(recorded: Topology, binding: Binding) -> Optional[Topology]:
+    """The topology the student should have measured where ``recorded`` was measured: the
+    same topology and parameters with their own variant (None when the kit cannot build
+    it, e.g. a topology file of the course's own)."""
+    try:
+        return bound_topology(spec_of(recorded), binding, recorded)
+    except (TopologyError, InputError):
+        return None
+
+
 def topology_problem(recorded: Topology, own: Topology, where: str) -> str:
     """One line on how a recorded topology differs from the one the kit builds for the
     student (an edited results file); '' when they are the same."""

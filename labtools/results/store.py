@@ -76,6 +76,7 @@ from labtools.results.schema import (
     create_or_upgrade,
     current_views,
 )
+from labtools.tools.rows import Rows
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -317,8 +318,9 @@ class ResultStore:
         except StoreError as err:
             raise StoreError(f"{where}: {err}") from None
 
-    def get(self, run_id: int) -> RunRecord:
-        """The whole record of run ``run_id`` (table included)."""
+    def get(self, run_id: int, table: bool = True) -> RunRecord:
+        """The whole record of run ``run_id`` (its table too, unless ``table`` is False:
+        judging it again needs only its raw output)."""
         rows = self.query("SELECT * FROM runs WHERE id = ?", (int(run_id),))
         if not rows:
             raise StoreError(f"no run {run_id} in {self.path}")
@@ -333,7 +335,7 @@ class ResultStore:
         values["params"] = values["params"] or {}
         values["command"] = values["command"] or []
         values["summary"] = values["summary"] or {}
-        return RunRecord(table=self.samples(run_id), **values)
+        return RunRecord(table=self.samples(run_id) if table else Rows.empty(), **values)
 
     def measurement(self, run_id: int) -> Any:
         """Run ``run_id`` judged again from its raw output (no network needed): a
