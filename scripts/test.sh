@@ -13,13 +13,22 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$here"
-py=.venv/bin/python
+venv=${LABTOOLS_VENV:-$here/.venv}  # as scripts/setup.sh: the venv it made
+py=$venv/bin/python
 skip=" ${LABTOOLS_SKIP:-} "
 timings=()
 t_all=$(date +%s)
 stage_start() { echo "== $1 =="; t_stage=$(date +%s); stage_name=$1; }
 stage_end() { timings+=("$(printf '%5d s  %s' $(( $(date +%s) - t_stage )) "$stage_name")"); }
+provision_pid=""
 report() {
+    # a stage that failed leaves no provisioning check running behind it (its VM, its
+    # debootstrap): the whole process group of the background check is stopped
+    if [ -n "$provision_pid" ] && kill -0 "$provision_pid" 2>/dev/null; then
+        echo "== stopping the provisioning check still running in the background =="
+        kill -TERM -- "-$provision_pid" 2>/dev/null || kill -TERM "$provision_pid" 2>/dev/null || true
+        wait "$provision_pid" 2>/dev/null || true
+    fi
     echo "== time per stage =="
     printf '%s\n' "${timings[@]}"
     printf '%5d s  total\n' $(( $(date +%s) - t_all ))
@@ -28,21 +37,22 @@ trap report EXIT
 
 stage_start "setup (packages, venv, kit; test tools)"
 bash scripts/setup.sh --test
-export PATH="$here/.venv/bin:$PATH"
+export PATH="$venv/bin:$PATH"
 stage_end
 
-provision_pid=""
 if [[ "$skip" != *" system "* ]]; then
     echo "== provisioning of the lab VM under systemd: started in the background =="
     t_provision=$(date +%s)
     mkdir -p results/provisioning
+    set -m  # its own process group, stopped whole if a later stage fails
     bash scripts/check-provisioning.sh > results/provisioning/check.log 2>&1 &
     provision_pid=$!
+    set +m
 fi
 
 stage_start "lint and types (ruff, mypy)"
-.venv/bin/ruff check labtools tests benchmarks topologies solutions
-.venv/bin/mypy
+"$venv/bin/ruff" check labtools tests benchmarks topologies solutions
+"$venv/bin/mypy"
 stage_end
 
 stage_start "unit tests"
@@ -74,7 +84,7 @@ if $py -c 'import sys; from labtools.system.capabilities import native_network_o
     $py -m pytest -q --durations=0 -m network "${network_files[@]}" "$@"
 else
     echo "this kernel cannot emulate links (no netem): running them in the lab VM"
-    labtools vm --env LABTOOLS_QUICK --timeout 2400 -- "$here/.venv/bin/python" -m pytest -q \
+    labtools vm --env LABTOOLS_QUICK --timeout 2400 -- "$py" -m pytest -q \
         --durations=0 -m network "${network_files[@]}" "$@"
 fi
 unset LABTOOLS_QUICK
