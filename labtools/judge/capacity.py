@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
 from labtools.judge import policy, verdicts
+from labtools.judge.judged import Judged
 from labtools.judge.measurement import JudgeContext, Measurement, ProbeCall
 from labtools.judge.verdicts import Verdict
 from labtools.model.expect import PairExpectation, expect_pair
@@ -64,7 +65,7 @@ class CapacitySummary:
 
 
 @dataclass
-class CapacitySearch:
+class CapacitySearch(Judged):
     """A judged capacity search: its steps, one row per step, the summary and the
     verdict."""
 
@@ -90,16 +91,6 @@ class CapacitySearch:
     def estimate_mbps(self) -> Optional[float]:
         """The capacity estimate, Mbit/s of UDP payload."""
         return self.summary.estimate_mbps
-
-    @property
-    def verdict(self) -> str:
-        """The worst of the verdicts."""
-        return policy.worst([v.verdict for v in self.verdicts])
-
-    @property
-    def verdicts_table(self) -> "pd.DataFrame":
-        """The verdicts as a table."""
-        return verdicts.compare(self.verdicts)
 
 
 def capacity_rows(steps: Sequence[Measurement], phases: Sequence[str],

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, 
 
 from labtools.errors import InputError
 from labtools.judge import policy, verdicts
+from labtools.judge.judged import Judged
 from labtools.judge.machine import MachineProfile
 from labtools.judge.verdicts import Verdict
 from labtools.model.expect import PairExpectation, expect_pair, path
@@ -109,7 +110,7 @@ class JudgeContext:
 
 
 @dataclass
-class Measurement:
+class Measurement(Judged):
     """One judged tool run between ``src`` and ``dst``.
 
     ``summary`` is typed (``.min_ms``, ``.steady_mbps``...); ``parsed.summary`` keeps every
@@ -139,16 +140,6 @@ class Measurement:
     def table(self) -> "pd.DataFrame":
         """The parser's tidy per-sample table."""
         return self.parsed.table
-
-    @property
-    def verdict(self) -> str:
-        """The worst of the verdicts."""
-        return policy.worst([v.verdict for v in self.verdicts])
-
-    @property
-    def verdicts_table(self) -> "pd.DataFrame":
-        """The verdicts as a table (:data:`~labtools.judge.verdicts.COMPARE_COLUMNS`)."""
-        return verdicts.compare(self.verdicts)
 
     def as_dict(self) -> Dict[str, Any]:
         """JSON form (no table, no raw output)."""

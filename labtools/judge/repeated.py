@@ -23,7 +23,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
 from labtools.errors import InputError
-from labtools.judge import policy, verdicts
+from labtools.judge import policy
+from labtools.judge.judged import Judged
 from labtools.judge.verdicts import Verdict
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -70,7 +71,7 @@ def _median_index(values: Sequence[float]) -> int:
 
 
 @dataclass
-class RepeatedMeasurement:
+class RepeatedMeasurement(Judged):
     """N runs of one probe call, judged on the median of each verdict's number."""
 
     runs: List[Any]
@@ -81,16 +82,6 @@ class RepeatedMeasurement:
     started_at: str = ""
     finished_at: str = ""
     extra: Dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def verdict(self) -> str:
-        """The worst of the verdicts."""
-        return policy.worst([v.verdict for v in self.verdicts])
-
-    @property
-    def verdicts_table(self) -> "pd.DataFrame":
-        """The verdicts (on the medians) as a table."""
-        return verdicts.compare(self.verdicts)
 
     @property
     def spread_table(self) -> "pd.DataFrame":

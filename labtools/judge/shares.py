@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from labtools.judge import policy, verdicts
+from labtools.judge.judged import Judged
 from labtools.judge.measurement import JudgeContext, Measurement, ProbeCall, judge_parsed
 from labtools.judge.verdicts import Verdict
 from labtools.model.expect import bottleneck, tcp_goodput_ceiling_mbps
@@ -57,7 +58,7 @@ class SharesSummary:
 
 
 @dataclass
-class FlowsMeasurement:
+class FlowsMeasurement(Judged):
     """Concurrent flows, judged: one :class:`Measurement` per flow (each judged against
     its fair share), the shares table, a summary and the verdicts of the whole set (the
     flows' rows, then the total and Jain's index)."""
@@ -84,15 +85,6 @@ class FlowsMeasurement:
         """Jain's index of rate / fair share per connection (see :class:`SharesSummary`)."""
         return self.summary.jain_index
 
-    @property
-    def verdict(self) -> str:
-        """The worst of the verdicts."""
-        return policy.worst([v.verdict for v in self.verdicts])
-
-    @property
-    def verdicts_table(self) -> "pd.DataFrame":
-        """The verdicts as a table."""
-        return verdicts.compare(self.verdicts)
 
 
 def flows_spec(flows: Sequence[Flow]) -> str:
