@@ -1,6 +1,6 @@
 # The lab kit's entry points. Run as root on Debian 12 / Ubuntu (the VM has root).
 VENV ?= $(or $(LABTOOLS_VENV),.venv)
-.PHONY: lab test test-notebooks test-browser check-provisioning unit lint demo setup students bench clean help
+.PHONY: lab test test-notebooks test-timing test-browser check-provisioning unit lint demo setup students bench clean help
 
 help:
 	@echo "make lab      start JupyterLab on http://127.0.0.1:8888 (token printed)"
@@ -9,6 +9,7 @@ help:
 	@echo "make lint     ruff and mypy only"
 	@echo "make test-notebooks  run every solution notebook on a real network (VM if needed)"
 	@echo "make test-browser    make lab's JupyterLab driven in headless Chromium"
+	@echo "make test-timing     the timing-dependent network tests ROUNDS times (default 20)"
 	@echo "make check-provisioning  the lab VM's provisioning on a fresh Debian 12 under systemd"
 	@echo "make demo     run the five test cases on the reference topology"
 	@echo "make students regenerate the student notebooks from solutions/"
@@ -27,6 +28,11 @@ test:
 test-notebooks: setup
 	LABTOOLS_QUICK=1 $(VENV)/bin/labtools vm --if-needed --env LABTOOLS_QUICK --timeout 3600 -- \
 	    $(abspath $(VENV))/bin/python -m pytest -q --durations=0 -m network tests/test_notebooks.py tests/test_widgets.py
+
+test-timing: setup
+	LABTOOLS_QUICK=1 LABTOOLS_TIMING_ROUNDS=$(or $(ROUNDS),20) $(VENV)/bin/labtools vm --if-needed \
+	    --env LABTOOLS_QUICK --env LABTOOLS_TIMING_ROUNDS --timeout 7200 -- \
+	    $(abspath $(VENV))/bin/python -m pytest -q -m network tests/test_network_timing.py
 
 test-browser:
 	bash scripts/setup.sh --test
