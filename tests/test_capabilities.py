@@ -294,3 +294,33 @@ def test_where_the_kernel_has_netem_the_vm_runner_checks_say_not_needed(monkeypa
     for name in doctor_cmd.VM_ONLY:
         assert by_name[name].ok and by_name[name].detail.startswith("not needed")
         assert doctor_cmd.format_line(by_name[name]).startswith("ok   ")
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="needs root to try as an ordinary user")
+def test_a_kernel_image_an_ordinary_user_cannot_read_is_named_with_the_fix():
+    """Ubuntu keeps /boot/vmlinuz-* readable by root only: the VM runner of an ordinary
+    user cannot boot it."""
+    import subprocess
+    import sys
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="labtools-kernel-test-"))
+    try:
+        folder.chmod(0o755)  # pytest's own folders are root's only
+        image = _touch(folder / "vmlinuz-6.8.0-1-generic")
+        code = "from labtools.system import capabilities as c; print(c.vm_runner_missing())"
+        said = []
+        for mode in (0o600, 0o644):
+            image.chmod(mode)
+            run = subprocess.run(
+                ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
+                 sys.executable, "-c", code], capture_output=True, text=True,
+                env={"LABTOOLS_VM_KERNEL": str(image), "PATH": "/usr/bin:/bin"})
+            assert run.returncode == 0, run.stderr
+            said.append(run.stdout)
+        assert f"read access to {image} (this user boots it)" in said[0]
+        assert f"as root: chmod 0644 {image}" in said[0]
+        assert "read access" not in said[1]
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -258,7 +258,7 @@ def find_vm_kernel() -> Optional[Path]:
     """The kernel image the VM runner boots: ``$LABTOOLS_VM_KERNEL`` or the newest stock one."""
     chosen = os.environ.get("LABTOOLS_VM_KERNEL")
     if chosen:
-        return Path(chosen) if Path(chosen).is_file() else None
+        return Path(chosen) if os.path.isfile(chosen) else None  # False where unreadable
     images = kernel_images()
     return images[0] if images else None
 
