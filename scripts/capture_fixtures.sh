@@ -16,7 +16,7 @@
 # the .meta names. Traffic stays inside the namespaces; everything is removed on exit.
 #
 #   bash scripts/capture_fixtures.sh            # all tools
-#   bash scripts/capture_fixtures.sh ping       # only one of: ping iperf3 iperf3-text iperf3-bidir iperf2 iperf2-rate iperf3-streams ss
+#   bash scripts/capture_fixtures.sh ping       # only one of: ping iperf3 iperf3-text iperf3-bidir iperf2 iperf2-rate iperf3-streams iperf3-killed-in-omit ss
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -405,6 +405,19 @@ capture_iperf2_rate() {
         "real capture of the server's stdout+stderr; server killed with SIGKILL 1 s after the client ended"
 }
 
+# a server killed while the client still omits its warm-up (-O): iperf3 3.12 reports the
+# error and an interval that ends before it starts (its clock restarts when -O ends)
+capture_iperf3_killed_in_omit() {
+    local d=$out/iperf3 v port=5361; mkdir -p "$d"
+    v=$(iperf3 --version 2>&1 | head -1 || true)
+    start_server iperf3 -s -1 -J -p $port
+    ( sleep 1.52; kill -9 "$srv_pid" ) &
+    in_cli timeout 30 iperf3 -c $SRV_IP -p $port -t 6 -i 1 -O 1.5 -J --get-server-output \
+        > "$d/server_killed_in_omit.json" 2>&1 || true
+    wait
+    meta "$d" server_killed_in_omit iperf3 "$v" "server: iperf3 -s -1 -J -p $port, killed with SIGKILL 1.52 s after the client started; client: iperf3 -c $SRV_IP -p $port -t 6 -i 1 -O 1.5 -J --get-server-output"
+}
+
 # the kit's own form of a -P run: the server's JSON report carries each connection's
 # receiver intervals (Jain's index is computed per connection from them)
 capture_iperf3_streams() {
@@ -435,7 +448,7 @@ capture_ss() {
 
 build_net
 case $only in
-    all) capture_ping; capture_iperf3; capture_iperf3_text; capture_iperf3_bidir; capture_iperf2; capture_iperf3_streams; capture_ss ;;
+    all) capture_ping; capture_iperf3; capture_iperf3_text; capture_iperf3_bidir; capture_iperf2; capture_iperf3_streams; capture_iperf3_killed_in_omit; capture_ss ;;
     ping) capture_ping ;;
     iperf3) capture_iperf3; capture_iperf3_text; capture_iperf3_bidir ;;
     iperf3-text) capture_iperf3_text ;;
@@ -443,7 +456,8 @@ case $only in
     iperf2) capture_iperf2 ;;
     iperf2-rate) capture_iperf2_rate ;;
     iperf3-streams) capture_iperf3_streams ;;
+    iperf3-killed-in-omit) capture_iperf3_killed_in_omit ;;
     ss) capture_ss ;;
-    *) echo "capture_fixtures: unknown part $only (ping, iperf3, iperf3-text, iperf3-bidir, iperf2, iperf2-rate, iperf3-streams, ss)" >&2; exit 2 ;;
+    *) echo "capture_fixtures: unknown part $only (ping, iperf3, iperf3-text, iperf3-bidir, iperf2, iperf2-rate, iperf3-streams, iperf3-killed-in-omit, ss)" >&2; exit 2 ;;
 esac
 echo "capture_fixtures: wrote $out/{ping,iperf3,iperf2}"

@@ -121,6 +121,12 @@ def test_concurrent_flows_are_judged_and_saved_with_their_start(lab):
 PEER_GONE = ("closed unexpectedly", "Connection reset by peer", "Broken pipe")
 
 
+def _established(lab, host: str, port: int) -> int:
+    """TCP connections established to ``port`` on ``host`` (iperf3: control + data)."""
+    out = lab.run(host, ["ss", "-Htn", "state", "established", "sport", f"= :{port}"], 10)
+    return len([line for line in out.splitlines() if line.strip()])
+
+
 def test_killed_server_gives_a_clear_error_and_keeps_the_output(lab):
     errors = []
 
@@ -132,10 +138,14 @@ def test_killed_server_gives_a_clear_error_and_keeps_the_output(lab):
 
     worker = threading.Thread(target=measure)
     worker.start()
+    # kill the server mid-transfer: once the data connection is established (how long the
+    # client takes to start varies with the machine's load: killed any earlier, the client
+    # meets "Connection refused", a different fault), and a second into the transfer
     deadline = time.monotonic() + 60
-    while not lab._servers and time.monotonic() < deadline:  # the probe's server is up
-        time.sleep(0.1)
-    time.sleep(2.5)
+    while _established(lab, "h4", 5301) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _established(lab, "h4", 5301) >= 2, "the transfer never started"
+    time.sleep(1.0)
     os.killpg(lab._servers[-1].pid, signal.SIGKILL)
     started = time.monotonic()
     worker.join(60)

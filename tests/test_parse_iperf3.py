@@ -15,7 +15,7 @@ from labtools.tools.parsers import iperf3
 
 DIR = Path(__file__).resolve().parent / "fixtures" / "iperf3"
 ALL = sorted(p.stem for p in DIR.glob("*.json"))
-FAILING = {"no_server", "udp_nothing_arrives", "derived_nan", "bad_option"}
+FAILING = {"no_server", "udp_nothing_arrives", "derived_nan", "bad_option", "server_killed_in_omit"}
 GOOD = [n for n in ALL if n not in FAILING]
 
 
@@ -382,3 +382,17 @@ def test_an_hour_at_intervals_of_a_tenth_of_a_second_parses_in_seconds():
     took = time.perf_counter() - began
     assert len(parsed.rows) == 2 * 36_000 and parsed.summary["duplicate_intervals_dropped"] == 0
     assert took < 15, f"{took:.1f} s"  # 1.2 s here; the list search of repeats took 56 s
+
+
+def test_a_server_killed_during_the_warm_up_is_the_tools_error():
+    """Killed while the client still omitted its warm-up (-O): iperf3 3.12 printed an
+    interval that ends before it starts. The run is iperf3's failure (ToolError with its
+    message, which a probe saves with the raw output), not a ParseError escaping a probe
+    (the flaky test_killed_server_... in CI met it)."""
+    d = doc("server_killed_in_omit")
+    ends = [(s["start"], s["end"]) for i in d["intervals"] for s in i["streams"]]
+    assert d["error"] and any(end < start for start, end in ends)
+    with pytest.raises(ToolError) as err:
+        parse("server_killed_in_omit")
+    assert type(err.value) is ToolError
+    assert str(err.value).startswith(f"iperf3: {d['error']}") and "ends" in str(err.value)

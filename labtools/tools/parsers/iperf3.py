@@ -349,9 +349,25 @@ def parse(text: str) -> Parsed:
 
     Raises:
         ParseError: no complete iperf3 JSON object, or a value iperf3 never writes.
-        ToolError: iperf3 reported an error and produced no results.
+        ToolError: iperf3 reported an error and produced no results, or results that do
+            not parse.
     """
     doc, found, error = _document(text)
+    try:
+        return _parse_document(doc, found, error, text)
+    except ParseError as err:
+        if not doc.get("error"):
+            raise
+        # a run iperf3 reported an error for is the tool's failure, even when what it
+        # printed before it does not parse (killed during -O, 3.12 printed an interval
+        # ending before it starts: tests/fixtures/iperf3/server_killed_in_omit.json)
+        raise ToolError(f"iperf3: {doc['error']} (its partial output: {err.reason})") from None
+
+
+def _parse_document(doc: Dict[str, Any], found: int, error: Optional[str],
+                    text: str) -> Parsed:
+    """The :class:`Parsed` of iperf3's last JSON document (``found``: how many there were;
+    ``error``: what iperf3 reported, if anything)."""
     start = _obj(doc.get("start"), "start")
     test = _obj(start.get("test_start"), "start.test_start")
     sums = _sums(_obj(doc.get("end"), "end"))
