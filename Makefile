@@ -1,4 +1,4 @@
-# The lab kit's entry points. Run as root on Debian 12 / Ubuntu (the VM has root).
+# The lab kit's entry points (Debian 12 / Ubuntu). Labs run as an ordinary user; `make test` as root.
 VENV ?= $(or $(LABTOOLS_VENV),.venv)
 .PHONY: lab test test-notebooks test-timing test-browser check-provisioning unit lint demo setup students bench clean help
 
