@@ -40,7 +40,7 @@ def test_ping_is_summarised_with_percentiles(capture):
     rtts = sorted(m.table["rtt_ms"])
     assert m.summary.p50_ms == rtts[len(rtts) // 2 - 1] or m.summary.p50_ms in rtts
     assert m.summary.min_ms <= m.summary.p50_ms <= m.summary.p90_ms <= m.summary.max_ms
-    assert [v.metric for v in m.verdicts] == ["rtt_min", "rtt_max"]
+    assert [v.metric for v in m.verdicts] == ["rtt_min", "rtt_avg", "rtt_max"]
     assert m.summary.max_after_first_ms == m.table["rtt_ms"].iloc[1:].max()
     assert m.expected.rtt_ms == expect.rtt_ms(capture, "a1", "b1")
 

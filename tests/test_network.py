@@ -72,6 +72,7 @@ def test_min_rtt_matches_the_topology(lab, src, dst):
     assert s.transmitted == lab.durations.ping_count
     assert s.received == s.transmitted, m.raw  # an idle network loses nothing
     assert m.expected.rtt_ms == expect.rtt_ms(lab.topo, src, dst)
+    assert m.verdicts[0].metric == "rtt_min"  # the minimum; an inflated average is rtt_avg's
     conclusive(m.verdicts[0])
     saved = lab.store.get(m.run_id)
     assert saved.verdicts == [v.as_dict() for v in m.verdicts] and saved.step == lab.step

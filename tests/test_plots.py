@@ -195,8 +195,8 @@ def test_expected_vs_measured_mixed_units_in_percent(capture_topo):
     # the ping row expects 0 ms (no delay in the capture network): no percentage bar
     assert any("no expected value" in t.get_text() for t in ax.texts)
     expected_bars = [b for b in _bar_colours(ax) if b.get_hatch() == "//"]
-    comparable = int((table["expected"].fillna(0) != 0).sum())  # rtt_max and the rates
-    assert comparable == len(tcp) + 1
+    comparable = int((table["expected"].fillna(0) != 0).sum())  # rtt_avg, rtt_max, the rates
+    assert comparable == len(tcp) + 2
     assert [b.get_width() for b in expected_bars] == pytest.approx([100.0] * comparable)
 
 
@@ -300,14 +300,31 @@ def test_latency_percentiles_on_a_log_axis(capture_topo):
     lossy = parsed("ping", "ping", "partial_loss.txt").table
     e = expect.expect_pair(capture_topo, "cli", "srv")
     ax = pitfall_plots.plot_latency_percentiles({"idle": normal, "overloaded": lossy},
-                                        expected_ms=e.rtt_ms, max_ms=e.max_rtt_ms)
+                                        expected_ms=e.rtt_ms, max_ms=e.max_rtt_ms,
+                                        typical_ms=e.rtt_ms + 1)
     lines = lines_by_label(ax)
     idle = lines[f"idle ({len(normal)} samples)"]
     assert list(idle.get_ydata()) == sorted(normal["rtt_ms"])
     assert idle.get_xdata()[0] == 1 and idle.get_xdata()[-1] == pytest.approx(len(normal))
     assert ax.get_xscale() == "log"
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["0%", "50%", "90%", "99%", "99.9%"]
     assert any(lb.startswith("worst the links produce") for lb in lines)
+    assert any(lb.startswith("typical under one TCP flow") for lb in lines)
+    # a few replies reach p90: no tick promises a p99 or p99.9 they cannot show
+    assert len(normal) < 100
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0%", "50%", "90%"]
+
+
+def test_latency_percentiles_of_a_dense_train_reach_the_tail():
+    """1000 replies (a dense train, derived here by repeating a real capture's samples)
+    put the last sample at 1 / (1 - 999/1000) = 1000: the axis reaches p99.9."""
+    import pandas as pd
+
+    normal = parsed("ping", "ping", "normal.txt").table
+    values = list(normal["rtt_ms"].dropna())
+    dense = pd.DataFrame({"rtt_ms": (values * (1000 // len(values) + 1))[:1000]})
+    ax = pitfall_plots.plot_latency_percentiles({"dense": dense})
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0%", "50%", "90%", "99%", "99.9%"]
+    assert ax.get_xlim()[1] == pytest.approx(1000)
 
 
 def test_window_sweep_marks_window_over_rtt_and_the_bdp(capture_topo):

@@ -207,7 +207,8 @@ def _rtt_verdicts(summary: RttSummary, expected: PairExpectation, context: Judge
             added = machine.added_ms(info.links + info.reverse_links)
     known = None if machine is None else added
     if context.load is None or topo is None:
-        return [verdicts.rtt_verdict(summary.min_ms, summary.avg_ms, expected.rtt_ms, added),
+        return [verdicts.rtt_verdict(summary.min_ms, expected.rtt_ms, added),
+                verdicts.rtt_average_verdict(summary.min_ms, summary.avg_ms),
                 verdicts.rtt_bound_verdict(summary.max_after_first_ms, expected.max_rtt_ms,
                                            known, expected.unbounded_links, shaped)]
     model = loaded_rtt(topo, expected.src, expected.dst, *context.load)

@@ -7,9 +7,10 @@ RTT series
     The minimum is compared with the expected RTT (propagation, plus what this machine adds
     on the same links when it was calibrated): within the tolerance is ``ok``; below is
     ``invalid`` (faster than the propagation delay: the network is not what the topology
-    says); above is ``suspicious``. An average above the outlier threshold makes the series
-    ``suspicious``: compare the minimum. Each sample above the threshold is an outlier: the
-    first one "includes ARP resolution", the others "queueing or CPU delay".
+    says); above is ``suspicious``. An average above the outlier threshold is a verdict of
+    its own (``rtt_avg``, ``suspicious``): compare the minimum. Each sample above the
+    threshold is an outlier: the first one "includes ARP resolution", the others
+    "queueing or CPU delay".
 Rates
     Only the receiver's rate after the warm-up is judged (the sender counts bytes it put
     into its socket buffer; the first seconds are slow start). Within ``RATE_OK_LOW ..
@@ -103,8 +104,7 @@ def flag_rtt_outliers(rtts: "pd.DataFrame") -> "pd.DataFrame":
     return out
 
 
-def rtt_verdict(min_ms: Optional[float], avg_ms: Optional[float], expected_ms: float,
-                machine_ms: float = 0.0) -> Verdict:
+def rtt_verdict(min_ms: Optional[float], expected_ms: float, machine_ms: float = 0.0) -> Verdict:
     """The minimum RTT against ``expected_ms`` of propagation, plus ``machine_ms`` that a
     calibration says this machine adds on the same links."""
     if min_ms is None:
@@ -123,12 +123,21 @@ def rtt_verdict(min_ms: Optional[float], avg_ms: Optional[float], expected_ms: f
             "extra queueing or an overloaded CPU")
     else:
         verdict, reason = OK, f"min RTT {min_ms:.1f} ms ≈ {said} (within {tol:.1f} ms)"
-    if avg_ms is not None and avg_ms > policy.outlier_threshold_ms(min_ms):
-        if verdict == OK:
-            verdict = SUSPICIOUS
-        reason += (f"; average {avg_ms:.1f} ms is inflated by outliers (above "
-                   f"{policy.outlier_threshold_ms(min_ms):.1f} ms): trust the minimum")
     return Verdict("rtt_min", expected_ms, min_ms, "ms", verdict, reason)
+
+
+def rtt_average_verdict(min_ms: Optional[float], avg_ms: Optional[float]) -> Verdict:
+    """The average RTT against the series' outlier threshold: an average above it is
+    inflated by outliers (``suspicious``: compare the minimum, not the average)."""
+    if min_ms is None or avg_ms is None:
+        return Verdict("rtt_avg", None, avg_ms, "ms", OK, "no average to compare")
+    limit = policy.outlier_threshold_ms(min_ms)
+    if avg_ms > limit:
+        return Verdict("rtt_avg", limit, avg_ms, "ms", SUSPICIOUS,
+                       f"average {avg_ms:.1f} ms is inflated by outliers (above {limit:.1f} "
+                       "ms): it describes the waiting, not the links; trust the minimum")
+    return Verdict("rtt_avg", limit, avg_ms, "ms", OK,
+                   f"average {avg_ms:.1f} ms within {limit:.1f} ms: few or no outliers")
 
 
 def rtt_bound_verdict(largest_ms: Optional[float], max_ms: Optional[float],
