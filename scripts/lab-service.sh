@@ -4,6 +4,11 @@
 # host's 127.0.0.1:$LAB_PORT only (the Vagrantfile passes LAB_PORT, 8888 by default), and
 # `labtools-lab-url` prints the host's address. Idempotent: files are rewritten only when
 # their content changes.
+#
+# A student's lab by default (LABTOOLS_MODE=student): JupyterLab opens workspace/ in the
+# shared folder, the student notebooks only (`labtools notebooks workspace`, which never
+# overwrites the student's work), and the kernels get LABTOOLS_MODE=student.
+# LABTOOLS_MODE=instructor vagrant provision (or up) opens the whole kit, solutions/ too.
 set -euo pipefail
 venv=$1
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -27,10 +32,20 @@ write() {
 
 host_port=${LAB_PORT:-8888}
 case "$host_port" in ''|*[!0-9]*) echo "[setup] LAB_PORT must be a port number" >&2; exit 2 ;; esac
+mode=${LABTOOLS_MODE:-student}
+case "$mode" in student|instructor) ;; *)
+    echo "[setup] LABTOOLS_MODE must be student or instructor" >&2; exit 2 ;; esac
+root=$here
+prepare=""
+if [ "$mode" = student ]; then
+    root=$here/workspace
+    prepare="ExecStartPre=$venv/bin/labtools notebooks workspace $root --students $here/notebooks"
+fi
 # the service's settings: the host's port (for the printed address) and, when asked for, a
 # rate scale for a machine too slow for the lab's rates (README, "The machine is part...")
 {
     printf 'LAB_HOST_PORT=%s\n' "$host_port"
+    printf 'LABTOOLS_MODE=%s\n' "$mode"
     [ -n "${LABTOOLS_RATE_SCALE:-}" ] && printf 'LABTOOLS_RATE_SCALE=%s\n' "$LABTOOLS_RATE_SCALE"
     true
 } | write /etc/labtools/lab.env 644
@@ -53,7 +68,8 @@ Environment=PATH=$venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sb
 Environment=MPLCONFIGDIR=$here/.cache/matplotlib
 WorkingDirectory=$here
 ExecStartPre=-$venv/bin/labtools clean
-ExecStart=$venv/bin/jupyter lab --no-browser --allow-root --ip=0.0.0.0 --port=8888 --ServerApp.port_retries=0 --ServerApp.root_dir=$here --KernelManager.shutdown_wait_time=120 --ServerApp.kernel_manager_class=labtools.teach.lab_server.LabKernelManager
+$prepare
+ExecStart=$venv/bin/jupyter lab --no-browser --allow-root --ip=0.0.0.0 --port=8888 --ServerApp.port_retries=0 --ServerApp.root_dir=$root --KernelManager.shutdown_wait_time=120 --ServerApp.kernel_manager_class=labtools.teach.lab_server.LabKernelManager
 Restart=on-failure
 
 [Install]
@@ -87,4 +103,5 @@ else
     say "no systemd here: the JupyterLab service is installed but not started"
 fi
 say "service files: $([ "$changed" = yes ] && echo updated || echo unchanged)"
+say "lab mode: $mode ($([ "$mode" = student ] && echo "workspace/: the student notebooks only" || echo "the whole kit, solutions/ included"))"
 say 'open the lab: run "sudo labtools-lab-url" for its address with the token'

@@ -5,13 +5,24 @@
 # inside the lab VM (labtools vm), whose port is forwarded from 127.0.0.1 on this machine
 # only; notebooks and results are saved in this project folder on the host either way.
 #
+# A student's lab by default: JupyterLab opens workspace/, the student notebooks only (made
+# by `labtools notebooks workspace`, never overwriting the student's work), and the kernels
+# get LABTOOLS_MODE=student (no expected values handed out). LABTOOLS_MODE=instructor opens
+# the whole kit, solutions/ included.
+#
 #   bash scripts/lab.sh                  # token generated, URL printed
 #   LAB_PORT=8899 JUPYTER_TOKEN=secret bash scripts/lab.sh
+#   LABTOOLS_MODE=instructor bash scripts/lab.sh
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv=${LABTOOLS_VENV:-$here/.venv}
 port=${LAB_PORT:-8888}
+export LABTOOLS_MODE=${LABTOOLS_MODE:-student}
+case "$LABTOOLS_MODE" in student|instructor) ;; *)
+    echo "[lab] LABTOOLS_MODE must be student or instructor" >&2; exit 2 ;; esac
+root=$here
+[ "$LABTOOLS_MODE" = student ] && root=$here/workspace
 
 if [ "${1:-}" = "--serve" ]; then
     # Runs where the networks run (natively or inside the VM). Inside the VM, listen on the
@@ -22,7 +33,7 @@ if [ "${1:-}" = "--serve" ]; then
     cd "$here"
     exec "$venv/bin/jupyter" lab --no-browser --allow-root \
         --ip="${LABTOOLS_VM_ADDR:-127.0.0.1}" --port="$port" --ServerApp.port_retries=0 \
-        --ServerApp.root_dir="$here" --KernelManager.shutdown_wait_time=120 \
+        --ServerApp.root_dir="$root" --KernelManager.shutdown_wait_time=120 \
         --ServerApp.custom_display_url="http://127.0.0.1:$port/lab" \
         --ServerApp.kernel_manager_class=labtools.teach.lab_server.LabKernelManager
 fi
@@ -43,6 +54,11 @@ if [ -z "${JUPYTER_TOKEN:-}" ]; then
 fi
 export JUPYTER_TOKEN
 url="http://127.0.0.1:$port/lab?token=$JUPYTER_TOKEN"
+if [ "$LABTOOLS_MODE" = student ]; then
+    "$venv/bin/labtools" notebooks workspace "$root" --students "$here/notebooks" | sed 's/^/[lab] /'
+else
+    echo "[lab] instructor mode: the whole kit, solutions/ included"
+fi
 mkdir -p "$here/.cache"
 ( umask 077; printf '%s\n' "$url" > "$here/.cache/lab-url" )
 echo "[lab] starting JupyterLab (in the lab VM when this kernel cannot emulate links: up to"
@@ -69,4 +85,5 @@ WAIT
 waiter=$!
 trap 'kill $waiter 2>/dev/null || true' EXIT
 "$venv/bin/labtools" vm --if-needed --forward "$port" --env JUPYTER_TOKEN --env LAB_PORT="$port" \
+    --env LABTOOLS_MODE \
     -- bash "$here/scripts/lab.sh" --serve

@@ -58,7 +58,8 @@ class Lab:
     """`make lab`'s script running in the background; its output lines with their times."""
 
     def __init__(self, port: int) -> None:
-        env = dict(os.environ, LAB_PORT=str(port))
+        # the instructor's lab: the browser runs a solution, which a student's workspace lacks
+        env = dict(os.environ, LAB_PORT=str(port), LABTOOLS_MODE="instructor")
         env.pop("JUPYTER_TOKEN", None)
         self.started = time.monotonic()
         self.proc = subprocess.Popen(["bash", str(ROOT / "scripts" / "lab.sh")], cwd=ROOT,

@@ -249,7 +249,12 @@ def test_question_ids():
         with pytest.raises(InputError):
             parse_question_id(bad)
     assert set(QUESTIONS) == {"rtt_ms", "bottleneck_mbps", "tcp_goodput_ceiling_mbps",
-                              "bdp_bytes", "max_rtt_ms", "fair_share_mbps"}
+                              "bdp_bytes", "max_rtt_ms", "fair_share_mbps", "udp_received_mbps",
+                              "window_rate_mbps", "connection_window_bytes"}
+    assert parse_question_id("window_rate_mbps h1 h9 25000") == (
+        "window_rate_mbps", {"src": "h1", "dst": "h9", "window_bytes": "25000"})
+    assert question_text("udp_received_mbps h1 h9 25") == (
+        "UDP payload h1 → h9 receives when 25 Mbit/s are offered (Mbit/s)")
 
 
 # h1 -> h4: L1 max(10, 20.29) ms + L2 max(20, 40.37) ms with their queues full, 30 ms back
@@ -284,3 +289,56 @@ def test_grade(topo):
         max_min_shares(topo, parse_flows("h1:h4x2,h2:h5"))[1].share_mbps)
     with pytest.raises(InputError):
         grade({"rtt h1 h4": 60}, topo)
+
+
+# --- what arrives, what a window carries, the window of one connection --------------------------
+# UDP: 1470 bytes of payload in a 1512-byte frame; h1 -> h9's bottleneck is L3, 20 Mbit/s
+@pytest.mark.parametrize("offered, answer, mistake", [
+    (25, 20, "no_overhead"), (25, 20 * 1448 / 1514, "tcp_overhead"), (25, 25, "all_arrives"),
+    (10, 10 * 2 ** 20 / 1e6, "binary"), (100, 90 * 1470 / 1512, "sum")])
+def test_what_udp_delivers_and_its_usual_mistakes(topo, offered, answer, mistake):
+    ceiling = expect.udp_goodput_mbps(rate(topo, "L3"))
+    want = min(offered, ceiling)
+    assert check("udp_received_mbps", want, topo, src="h1", dst="h9", offered_mbps=offered).correct
+    feedback = check("udp_received_mbps", answer, topo, src="h1", dst="h9", offered_mbps=offered)
+    assert not feedback.correct and feedback.mistake == mistake
+    assert f"{want:.2f}" not in feedback.message
+
+
+@pytest.mark.parametrize("answer, mistake", [
+    (25_000 * 8 / (40 / 1e3) / 1e6, "one_way"), (25_000 / 0.080 / 1e6, "bytes"),
+    (25_000 * 8 / 80 / 1e6, "milliseconds")])
+def test_what_a_window_carries_and_its_usual_mistakes(topo, answer, mistake):
+    rtt = expect.rtt_ms(topo, "h1", "h9")
+    assert rtt == 2 * (delay(topo, "L1") + delay(topo, "L2") + delay(topo, "L3")) == 80
+    assert check("window_rate_mbps", 25_000 * 8 / (rtt / 1e3) / 1e6, topo, src="h1", dst="h9",
+                 window_bytes="25000").correct
+    feedback = check("window_rate_mbps", answer, topo, src="h1", dst="h9", window_bytes=25000)
+    assert not feedback.correct and feedback.mistake == mistake
+    # a window larger than the path needs carries the ceiling, no more
+    ceiling = expect.tcp_goodput_ceiling_mbps(rate(topo, "L3"))
+    assert check("window_rate_mbps", ceiling, topo, src="h1", dst="h9",
+                 window_bytes=10_000_000).correct
+
+
+def test_the_window_one_connection_needs(topo):
+    spec = "h1:h4x2,h2:h5,h3:h6"  # four connections on L2 (30 Mbit/s), 60 ms
+    bdp = expect.bdp_bytes(rate(topo, "L2"), expect.rtt_ms(topo, "h1", "h4"))
+    for flow in ("h1:h4", "h2:h5", 2):
+        assert check("connection_window_bytes", bdp / 4, topo, flows=spec, flow=flow).correct
+    for answer, mistake in ((bdp, "whole_bdp"), (bdp / 2, "per_pair"), (bdp / 4 * 8, "bits"),
+                            (bdp / 8, "one_way")):
+        feedback = check("connection_window_bytes", answer, topo, flows=spec, flow="h1:h4")
+        assert not feedback.correct and feedback.mistake == mistake, (answer, feedback)
+    assert check("connection_window_bytes", bdp / 3, topo, flows=spec,
+                 flow="h2:h5").mistake == "per_pair"  # three host pairs, four connections
+
+
+def test_the_new_questions_refuse_what_is_not_a_number(topo):
+    for kw in ({"offered_mbps": "lots"}, {"offered_mbps": "-5"}, {"offered_mbps": "nan"}):
+        with pytest.raises(InputError, match="offered rate"):
+            check("udp_received_mbps", 1, topo, src="h1", dst="h9", **kw)
+    with pytest.raises(InputError, match="window"):
+        check("window_rate_mbps", 1, topo, src="h1", dst="h9", window_bytes="0")
+    with pytest.raises(InputError, match="no rate-limited link"):
+        check("udp_received_mbps", 1, topo, src="h1", dst="h2", offered_mbps=5)

@@ -100,3 +100,217 @@ def test_the_kernel_gets_time_to_stop_the_network_when_a_notebook_ends(tmp_path)
         notebooks.execute(path, timeout_s=60)
     assert notebooks.KERNEL_SHUTDOWN_WAIT_S > 7
     assert marker.read_text() == "ok"
+
+
+# --- what ran: the command and the raw output beside every result ---------------------------
+def _capture_topo():
+    from labtools.model.topology import ROUTER, Link, Node, Topology
+
+    return Topology("capture", (Node("cli"), Node("rtr", ROUTER), Node("srv")),
+                    (Link("cli", "rtr", bw_mbps=20, queue_pkts=50),
+                     Link("rtr", "srv", bw_mbps=20, queue_pkts=50)))
+
+
+def _judged(tool, folder, name, command):
+    """A judged measurement of a real capture, with the command its .meta names."""
+    from labtools.judge.measurement import judge_output
+    from tests.conftest import FIXTURES
+
+    return judge_output(tool, (FIXTURES / folder / name).read_text(), _capture_topo(), "cli",
+                        "srv", command=command.split())
+
+
+PING = "ping -c 10 -i 0.2 10.77.2.1"                                  # ping/normal.meta
+UDP = "iperf -c 10.77.2.1 -p 5417 -u -b 10M -t 3 -i 1"               # iperf2/udp_interval.meta
+TCP = "iperf3 -c 10.77.2.1 -p 5316 -J -t 3 -i 1 --get-server-output"  # tcp_server_output.meta
+
+
+def test_every_tool_run_shows_its_command_and_its_output_folded():
+    from labtools.judge.capacity import judge_capacity
+    from labtools.judge.repeated import judge_repeated
+    from labtools.teach.tool_runs import RunsDisplay, command_line, runs_html, tool_runs
+
+    ping = _judged("ping", "ping", "normal.txt", PING)
+    assert command_line(ping) == f"cli$ {PING}"
+    html = runs_html(ping)
+    assert html.startswith("<details><summary>") and html.count("<details>") == 1
+    assert f"<code>cli$ {PING}</code>" in html
+    assert all(line in html for line in ping.raw.splitlines() if "<" not in line and "&" not in line)
+
+    udp = [_judged("iperf", "iperf2", "udp_interval.txt", UDP) for _ in range(2)]
+    search = judge_capacity(_capture_topo(), "cli", "srv", udp, ["ramp", "refine"], [10.0, 15.0])
+    labels = [label for label, _m in tool_runs(search)]
+    assert labels == ["step 1: cli → srv (iperf)", "step 2: cli → srv (iperf)"]
+    repeated = judge_repeated([ping, ping, ping])
+    assert [label for label, _m in tool_runs(repeated)] == [
+        f"run {k} of 3: cli → srv (ping)" for k in (1, 2, 3)]
+    shown = RunsDisplay((ping, search))
+    assert shown.text.splitlines() == [f"cli$ {PING}", f"cli$ {UDP}", f"cli$ {UDP}"]
+    assert shown._repr_html_().count("<details>") == 3
+
+
+def test_a_long_output_is_cut_where_the_notebook_shows_it():
+    from labtools.teach import tool_runs
+
+    tcp = _judged("iperf3", "iperf3", "tcp_server_output.json", TCP)
+    assert len(tcp.raw) > tool_runs.SHOWN_CHARS
+    html = tool_runs.runs_html(tcp)
+    assert f"{len(tcp.raw) - tool_runs.SHOWN_CHARS} more characters: print(m.raw)" in html
+    assert len(html) < tool_runs.SHOWN_CHARS * 1.5
+
+
+def test_concurrent_flows_show_each_flow_and_a_missing_measurement_says_why():
+    from labtools.errors import InputError, ReplayError
+    from labtools.judge.measurement import JudgeContext, ProbeCall
+    from labtools.judge.shares import judge_flows
+    from labtools.lab.replay import MissingMeasurement
+    from labtools.model.fairness import Flow
+    from labtools.teach.tool_runs import runs_html
+    from labtools.tools.parsers import parse
+    from tests.conftest import FIXTURES
+
+    run = parse("iperf3", (FIXTURES / "iperf3" / "tcp_server_output.json").read_text())
+    flows = judge_flows(_capture_topo(), [Flow("cli", "srv", 1)], [run], JudgeContext(),
+                        [TCP.split()])
+    assert "flow cli → srv (iperf3)" in runs_html(flows) and f"cli$ {TCP}" in runs_html(flows)
+    missing = MissingMeasurement(ProbeCall("ping", {"src": "h1"}), "no recorded ping")
+    with pytest.raises(ReplayError, match="no recorded ping"):
+        runs_html(missing)
+    with pytest.raises(InputError):
+        runs_html()
+
+
+class _HandLab:
+    """What run_on needs of a lab, recording what it was asked to run."""
+
+    replaying = False
+
+    def __init__(self):
+        self.ran, self.served = [], []
+
+    def ip_towards(self, src, dst):
+        return {"h4": "10.0.4.2", "b1": "10.0.1.2"}[dst]
+
+    def check_node(self, name):
+        return name
+
+    def run(self, node, argv, timeout_s):
+        self.ran.append((node, argv, timeout_s))
+        return "3 packets transmitted, 3 received\n"
+
+    def server(self, host, argv, port, udp=False):
+        import contextlib
+
+        self.served.append((host, argv, port, udp))
+        return contextlib.nullcontext()
+
+
+def test_run_on_runs_the_command_line_as_typed_with_addresses_filled_in():
+    from labtools.errors import InputError
+    from labtools.teach.tool_runs import run_on
+
+    lab = _HandLab()
+    assert run_on(lab, "h1", "ping -c 3 {h4}").startswith("3 packets")
+    assert lab.ran == [("h1", ["ping", "-c", "3", "10.0.4.2"], 60.0)]
+    run_on(lab, "a1", "iperf -c {b1} -u -b 10M -t 1", server=("b1", "iperf -s -u"))
+    run_on(lab, "a1", "iperf3 -c {b1} -P 2", server=("b1", "iperf3 -s -1"))
+    run_on(lab, "a1", "iperf3 -c {b1} -p 5999", server=("b1", "iperf3 -s -p 5999"))
+    assert lab.served == [("b1", ["iperf", "-s", "-u"], 5001, True),
+                          ("b1", ["iperf3", "-s", "-1"], 5201, False),
+                          ("b1", ["iperf3", "-s", "-p", "5999"], 5999, False)]
+    for bad in ("", "ping 'unclosed"):
+        with pytest.raises(InputError):
+            run_on(lab, "h1", bad)
+    with pytest.raises(InputError, match="which port"):
+        run_on(lab, "a1", "nc {b1} 9", server=("b1", "nc -l 9"))
+    lab.replaying = True
+    said = run_on(lab, "h1", "ping -c 3 {h4}")
+    assert said.startswith("(grading: nothing runs") and "h1$ ping -c 3 10.0.4.2" in said
+    assert len(lab.ran) == 4  # nothing more ran
+
+
+# --- a student's workspace and a student's lab ---------------------------------------------------
+def test_a_students_workspace_holds_the_student_notebooks_and_keeps_their_work(tmp_path):
+    from labtools.errors import InputError
+
+    students = tmp_path / "notebooks"
+    students.mkdir()
+    for name in ("00-a.ipynb", "01-b.ipynb", "skeleton.py", ".hidden"):
+        (students / name).write_text(name)
+    work = tmp_path / "workspace"
+    added, kept = notebooks.make_workspace(students, work)
+    assert sorted(p.name for p in work.iterdir()) == ["00-a.ipynb", "01-b.ipynb", "skeleton.py"]
+    assert [p.name for p in added] == ["00-a.ipynb", "01-b.ipynb", "skeleton.py"] and kept == []
+    (work / "00-a.ipynb").write_text("the student's answers")
+    (students / "02-c.ipynb").write_text("a new lab")
+    added, kept = notebooks.make_workspace(students, work)
+    assert [p.name for p in added] == ["02-c.ipynb"] and len(kept) == 3
+    assert (work / "00-a.ipynb").read_text() == "the student's answers"
+    with pytest.raises(InputError, match="no student notebooks"):
+        notebooks.make_workspace(tmp_path / "nothing", work)
+
+
+def test_in_student_mode_the_lab_and_labtools_expect_hand_out_no_expected_values(
+        tmp_path, monkeypatch, capsys):
+    from labtools import cli
+    from labtools.errors import InputError
+    from labtools.lab.session import LabSession
+    from labtools.teach.notebook import StudentLabSession, open_lab
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    monkeypatch.delenv("LABTOOLS_SHOW_ANSWERS", raising=False)
+    monkeypatch.delenv("LABTOOLS_VARIANT", raising=False)
+    monkeypatch.delenv("LABTOOLS_MODE", raising=False)
+    instructor = open_lab("intro")  # not started: nothing runs
+    assert type(instructor) is LabSession and instructor.expected("h1", "h4").rtt_ms == 60
+    assert cli.main(["expect", "portfolio", "h1", "h4", "--json"]) == 0
+    capsys.readouterr()
+
+    monkeypatch.setenv("LABTOOLS_MODE", "student")
+    lab = open_lab("intro")
+    assert isinstance(lab, StudentLabSession)
+    with pytest.raises(InputError, match="what the labs ask you to compute"):
+        lab.expected("h1", "h4")
+    assert cli.main(["expect", "portfolio", "--flows", "h1:h4,h2:h5"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "student's lab" in err
+
+    monkeypatch.setenv("LABTOOLS_SHOW_ANSWERS", "1")  # self-study: shown
+    assert type(open_lab("intro")) is LabSession
+    assert cli.main(["expect", "portfolio", "h1", "h4"]) == 0
+    monkeypatch.setenv("LABTOOLS_MODE", "teacher")
+    with pytest.raises(InputError, match="student or instructor"):
+        open_lab("intro")
+
+
+def test_the_network_check_reports_and_never_fails(capsys):
+    from labtools.judge import policy
+    from labtools.judge.verdicts import Verdict
+    from labtools.teach.notebook import NETWORK_LINE, check_network
+
+    ping = _judged("ping", "ping", "normal.txt", PING)
+    assert check_network(ping) in policy.VERDICT_ORDER
+    assert capsys.readouterr().out.splitlines()[-1].startswith(NETWORK_LINE)
+    ping.verdicts = [Verdict("rtt_min", 1.0, 50.0, "ms", policy.INVALID, "impossible"),
+                     Verdict("sender_rate", 1.0, 9.0, "Mbit/s", policy.INVALID, "its buffer")]
+    assert check_network(ping) == policy.INVALID  # reported, not raised
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith(f"{NETWORK_LINE} invalid") and "rtt_min" in last
+    ping.verdicts = ping.verdicts[1:]  # only the sender's own count: not the network's
+    assert check_network(ping) == policy.OK
+
+
+def test_a_repeated_call_missing_from_the_results_is_missing_as_a_whole(tmp_path):
+    """Grading without the student's runs: a repeated probe call stands in as one missing
+    measurement (the checks that use it fail with the replay's reason), as a single call
+    does; it is not judged on nothing."""
+    from labtools.errors import ReplayError
+    from labtools.lab import probes
+    from labtools.lab.replay import MissingMeasurement, ReplaySession
+
+    lab = ReplaySession("portfolio", tmp_path / "none.sqlite", "intro")
+    m = probes.ping(lab, "h1", "h4", repeat=3)
+    assert isinstance(m, MissingMeasurement) and lab.step == 3
+    with pytest.raises(ReplayError, match="no results store"):
+        _ = m.summary

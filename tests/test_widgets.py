@@ -46,7 +46,9 @@ def panel(portfolio):
 
 def ping_result(topo, src, dst):
     """A judged measurement of a real ping capture, as the ping runner returns one."""
-    return judge_output("ping", (FIXTURES / "ping" / "partial_loss.txt").read_text(), topo, src, dst)
+    command = "ping -c 30 -l 8 -i 0.005 -s 1400 -W 1 10.77.2.1".split()  # partial_loss.meta
+    return judge_output("ping", (FIXTURES / "ping" / "partial_loss.txt").read_text(), topo, src,
+                        dst, command=command)
 
 
 def test_ui_wiring_offers_only_hosts_and_routers(panel, portfolio):
@@ -116,14 +118,18 @@ def test_ui_wiring_success_fills_the_output(portfolio):
     panel.src.value, panel.dst.value, panel.duration.value = "h1", "h4", 2
     panel.run_button.click()
     assert seen == [(lab, RunSettings("ping", "h1", "h4", 2.0, None, "h1:h4,h2:h5"))]
-    table, plot = panel.output.outputs
+    table, plot, runs = panel.output.outputs
     assert "rtt_min" in table["data"]["text/html"] and "<table>" in table["data"]["text/html"]
     assert base64.b64decode(plot["data"]["image/png"])[:8] == b"\x89PNG\r\n\x1a\n"
+    result = panel.last_result
+    assert "<details>" in runs["data"]["text/html"]  # the command and its output, folded
+    assert runs["data"]["text/plain"] == "h1$ ping -c 30 -l 8 -i 0.005 -s 1400 -W 1 10.77.2.1"
+    assert result.raw.splitlines()[1] in runs["data"]["text/html"] and result.raw
     assert panel.progress.value == 100 and "done: ping h1 → h4" in panel.status.value
     assert panel.last_result is not None
     # a second run replaces the output in place
     panel.run_button.click()
-    assert len(panel.output.outputs) == 2 and len(seen) == 2
+    assert len(panel.output.outputs) == 3 and len(seen) == 2
 
 
 def test_progress_moves_while_a_run_blocks(portfolio):
@@ -240,8 +246,9 @@ def test_panel_runs_each_test_on_a_real_network(real_lab, test):
     panel.test.value = test
     panel.run_button.click()
     assert panel.status.value.startswith("done"), panel.status.value
-    table, plot = panel.output.outputs
+    table, plot, runs = panel.output.outputs
     result = panel.last_result
+    assert runs["data"]["text/html"].count("<details>") >= 1
     verdicts = result.verdicts_table
     assert len(verdicts) >= 1 and verdicts["measured"].notna().all()
     assert "<table>" in table["data"]["text/html"] and plot["data"]["image/png"]

@@ -10,6 +10,9 @@ max_rtt_both_loaded_ms, unbounded_links, loss_pct, mathis_limit_mbps, tcp_limit_
 rate_scale (and rtt_with_tx_ms with --frame-bytes). Flow keys: flows = [{src, dst,
 connections, share_mbps, per_connection_mbps, limited_by}]. Overview keys: topology,
 link, path (lists of pair results), mux, parallel (lists of {spec, flows}).
+
+In a student's lab (``LABTOOLS_MODE=student``, :mod:`labtools.teach.modes`) the command
+refuses with one line: its values are what the labs' graded questions ask for.
 """
 
 from __future__ import annotations
@@ -46,6 +49,11 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the expected values; return 0."""
     from labtools.model.catalog import load_topology
+    from labtools.teach.modes import STUDENT_MODE_REFUSAL, answers_hidden
+
+    if answers_hidden():
+        raise InputError(f"labtools expect is not available in a student's lab: "
+                         f"{STUDENT_MODE_REFUSAL}")
 
     if args.flows and (args.src or args.dst):
         raise InputError("give either SRC DST or --flows, not both")

@@ -3,6 +3,12 @@
     labtools notebooks build              # solutions/*.ipynb -> notebooks/*.ipynb
     labtools notebooks check              # non-zero exit when a student notebook is stale
     labtools notebooks execute [FILE...]  # run solutions top to bottom (in the VM if needed)
+    labtools notebooks workspace [DIR]    # a student's workspace: the student notebooks only
+
+``workspace`` is what the student's lab opens (``make lab``, the lab VM's service): a folder
+(``workspace`` by default) with a copy of each student notebook and nothing else, so that
+the lab's file browser shows no ``solutions/``. A notebook already there is the student's
+work and is never overwritten; a new lab is added.
 """
 
 from __future__ import annotations
@@ -24,9 +30,10 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("notebooks", help="build, check or execute the lab notebooks",
                        description="Generate student notebooks from solutions/, check them, "
                        "or run notebooks top to bottom.")
-    p.add_argument("action", choices=("build", "check", "execute"))
+    p.add_argument("action", choices=("build", "check", "execute", "workspace"))
     p.add_argument("files", nargs="*", metavar="FILE", type=options.path,
-                   help="execute: the notebooks to run (default: every solution)")
+                   help="execute: the notebooks to run (default: every solution); "
+                   "workspace: its folder (default: workspace)")
     p.add_argument("--solutions", default=Path("solutions"), type=options.path,
                    help="default: solutions")
     p.add_argument("--students", default=Path("notebooks"), type=options.path,
@@ -41,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
     """Do the action; 0 when all is well."""
     from labtools.teach import notebooks
 
+    if args.action == "workspace":
+        return _workspace(args)
     if args.action != "execute" and (args.files or args.timeout is not None):
         raise InputError(f"FILE and --timeout are for execute, not {args.action}")
     if args.action == "build":
@@ -79,3 +88,15 @@ def _execute(args: argparse.Namespace) -> int:
         else:
             print(f"ok {path} ({notebooks.timing_line(executed)})", flush=True)
     return 1 if failed else 0
+
+
+def _workspace(args: argparse.Namespace) -> int:
+    from labtools.teach import notebooks
+
+    if args.timeout is not None or len(args.files) > 1:
+        raise InputError("workspace takes one folder and no --timeout")
+    folder = Path(args.files[0]) if args.files else Path("workspace")
+    added, kept = notebooks.make_workspace(args.students, folder)
+    print(f"student workspace {folder}: {len(added)} notebook(s) added, {len(kept)} kept "
+          "as they are (the student's work)")
+    return 0

@@ -9,14 +9,21 @@ recognises common mistakes by recomputing the value each mistake produces.
 Questions and their keyword arguments (units are in the names): ``rtt_ms`` (src, dst):
 round-trip propagation time in ms; ``bottleneck_mbps`` (src, dst): smallest link rate on the
 path, Mbit/s; ``tcp_goodput_ceiling_mbps`` (src, dst): most TCP payload the path carries,
-Mbit/s; ``bdp_bytes`` (src, dst): bottleneck rate x RTT in bytes; ``fair_share_mbps``
-(flows, flow): max-min share of one flow, all its parallel connections together, Mbit/s.
+Mbit/s; ``bdp_bytes`` (src, dst): bottleneck rate x RTT in bytes; ``max_rtt_ms`` (src,
+dst): the worst RTT the links produce, every queue on the data's way full, ms;
+``fair_share_mbps`` (flows, flow): max-min share of one flow, all its parallel connections
+together, Mbit/s; ``udp_received_mbps`` (src, dst, offered_mbps): the UDP payload that
+arrives when iperf offers that much payload, Mbit/s; ``window_rate_mbps`` (src, dst,
+window_bytes): the most a TCP window carries over the path, Mbit/s;
+``connection_window_bytes`` (flows, flow): the window one connection of a flow needs to keep
+its fair share moving, bytes (:mod:`labtools.judge.window_solvers`).
 
 ``flows`` is a flow spec as ``labtools expect --flows`` takes it (``h1:h4x2,h2:h5``);
 ``flow`` is the flow's index (0-based) or its ``src:dst``.
 
 Question ids, for :func:`grade` and the notebook widgets, are the question and its
-arguments separated by spaces: ``"rtt_ms h1 h4"``, ``"fair_share_mbps h1:h4x2,h2:h5 h1:h4"``.
+arguments separated by spaces: ``"rtt_ms h1 h4"``, ``"fair_share_mbps h1:h4x2,h2:h5 h1:h4"``,
+``"window_rate_mbps h1 h9 25000"``.
 
 Grading is exact within :data:`REL_TOL` (relative) or :data:`ABS_TOL` (absolute), whichever
 is larger. A wrong answer's message explains the mistake but does not give the number away;
@@ -31,7 +38,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Tuple
 
 from labtools.errors import InputError
-from labtools.judge import solvers
+from labtools.judge import solvers, window_solvers
 from labtools.judge.solvers import Mistake, Solution
 from labtools.model.topology import Topology
 
@@ -94,6 +101,15 @@ QUESTIONS: Dict[str, Question] = {
                            "worst RTT {src} → {dst} (every queue on the way full)"),
     "fair_share_mbps": Question(solvers.fair_share, ("flows", "flow"), "Mbit/s",
                                 "fair share of flow {flow} in {flows}"),
+    "udp_received_mbps": Question(window_solvers.udp_received, ("src", "dst", "offered_mbps"),
+                                  "Mbit/s", "UDP payload {src} → {dst} receives when "
+                                  "{offered_mbps} Mbit/s are offered"),
+    "window_rate_mbps": Question(window_solvers.window_rate, ("src", "dst", "window_bytes"),
+                                 "Mbit/s", "most a {window_bytes}-byte window carries "
+                                 "{src} → {dst}"),
+    "connection_window_bytes": Question(window_solvers.connection_window, ("flows", "flow"),
+                                        "bytes", "window one connection of {flow} needs in "
+                                        "{flows}"),
 }
 
 

@@ -137,7 +137,9 @@ def worst(verdicts: "list[str] | tuple[str, ...]") -> str:
 
 @dataclass(frozen=True)
 class Durations:
-    """How long a notebook's or a case's measurements run (s) and how many pings.
+    """How long a notebook's or a case's measurements run (s), how many pings, and how
+    many times a notebook repeats a measurement it draws a conclusion from (``repeat``:
+    the probes' ``repeat=``, judged on the median run).
 
     ``quick`` runs are what CI uses; TCP runs stay 10 s where sharing is judged (shorter
     runs are too noisy)."""
@@ -151,6 +153,9 @@ class Durations:
     ping_interval_s: float = MIN_RTT_PING_INTERVAL_S
     #: "full" or "quick" for the kit's two sets (saved with each run; replay uses it)
     name: str = "custom"
+    #: runs of a measurement a notebook concludes from (notebook 05's advantage of two
+    #: connections ranged from 1 to 2.4 over single runs: one run proves nothing)
+    repeat: int = 1
 
     @property
     def warmup_s(self) -> float:
@@ -164,9 +169,9 @@ class Durations:
 
 
 FULL = Durations(tcp_s=10, sharing_s=10, udp_s=10, capacity_step_s=4, refine_steps=3,
-                 ping_count=100, name="full")
+                 ping_count=100, name="full", repeat=3)
 QUICK = Durations(tcp_s=4, sharing_s=10, udp_s=4, capacity_step_s=2, refine_steps=2,
-                  ping_count=MIN_RTT_PING_COUNT, name="quick")
+                  ping_count=MIN_RTT_PING_COUNT, name="quick", repeat=2)
 #: the named sets, by name
 NAMED_DURATIONS = {d.name: d for d in (FULL, QUICK)}
 

@@ -56,6 +56,11 @@ def repeated(lab: "LabSession", call: ProbeCall, repeat: int,
     for k in range(repeat):
         one = ProbeCall(call.probe, {**call.args, "repeat": repeat, "run": k})
         runs.append(lab.perform(one, lambda one=one: measure(one)))  # type: ignore[misc]
+    from labtools.lab.replay import MissingMeasurement
+
+    missing = [run for run in runs if isinstance(run, MissingMeasurement)]
+    if missing:  # replaying without these runs: missing as a whole, like a single call
+        return missing[0]
     return judge_repeated(runs, call=ProbeCall(call.probe, {**call.args, "repeat": repeat}),
                           started_at=getattr(runs[0], "started_at", ""),
                           finished_at=getattr(runs[-1], "finished_at", ""))

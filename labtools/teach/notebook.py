@@ -19,14 +19,19 @@ the variant, a file beside the notebook):
 - ``LABTOOLS_SHOW_ANSWERS=1``: self-study, or an instructor's demonstration: a wrong
   compute-it-first answer is shown beside the expected value. Otherwise (graded work) a
   wrong answer gets its explanation but never the number.
+- ``LABTOOLS_MODE``: ``student`` (what the student's lab launchers set: ``make lab``, the
+  lab VM's service) or ``instructor`` (the default). In student mode ``lab.expected()``
+  refuses (the labs ask the student to compute those values; a measurement's own verdicts
+  show them once it is made), and so does ``labtools expect``.
 
 Measurements go to ``results/labtools.sqlite`` in the notebook's own folder (the folder
 nbgrader collects), and the network stops when the notebook's kernel exits, whatever
 happens.
 
-:func:`check_network` is how a notebook checks the network rather than the student: it
-shows the kit's verdicts and fails only on a result the network cannot produce
-(``invalid``); ``suspicious`` and ``inconclusive`` are explained, not held against anyone.
+:func:`check_network` is how a notebook reports on the network rather than the student: it
+shows the kit's verdicts and says when a result is one the network cannot produce
+(``invalid``). It never fails: what the network and the machine did is reported, not
+graded (a graded cell grades what the student can influence).
 """
 
 from __future__ import annotations
@@ -36,9 +41,18 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Union
 
+from labtools.errors import InputError
 from labtools.judge import policy
 from labtools.lab.replay import GRADING_VARIABLE, ReplaySession
 from labtools.lab.session import LabSession
+from labtools.teach.modes import (  # noqa: F401 - the notebooks' one import place
+    MODE_VARIABLE,
+    SHOW_ANSWERS_VARIABLE,
+    STUDENT_MODE_REFUSAL,
+    answers_hidden,
+    show_answers,
+    student_mode,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -50,7 +64,6 @@ RESULTS_FILE = "results/labtools.sqlite"
 QUICK_VARIABLE = "LABTOOLS_QUICK"
 VARIANT_VARIABLE = "LABTOOLS_VARIANT"
 RATE_SCALE_VARIABLE = "LABTOOLS_RATE_SCALE"
-SHOW_ANSWERS_VARIABLE = "LABTOOLS_SHOW_ANSWERS"
 #: a file beside the notebook whose first line is the student's variant
 VARIANT_FILE = "labtools-variant.txt"
 
@@ -78,9 +91,13 @@ def grading() -> bool:
     return bool(os.environ.get(GRADING_VARIABLE))
 
 
-def show_answers() -> bool:
-    """True in self-study mode (``LABTOOLS_SHOW_ANSWERS=1``): expected values are shown."""
-    return os.environ.get(SHOW_ANSWERS_VARIABLE) == "1"
+class StudentLabSession(LabSession):
+    """A student's lab: the same network and probes, but :meth:`expected` refuses (see
+    :data:`STUDENT_MODE_REFUSAL`)."""
+
+    def expected(self, src: str, dst: str) -> Any:
+        """Refused in student mode: :class:`InputError`."""
+        raise InputError(f"lab.expected({src!r}, {dst!r}): {STUDENT_MODE_REFUSAL}")
 
 
 def grade_answers(lab: Union[LabSession, ReplaySession], answers: Dict[str, Any]) -> "pd.DataFrame":
@@ -147,7 +164,8 @@ def open_lab(case: str, topology: str = "portfolio") -> Union[LabSession, Replay
     durations = policy.durations(quick_mode())
     if grading():
         return ReplaySession(spec, RESULTS_FILE, case, durations)
-    lab = LabSession(spec, results=RESULTS_FILE, case=case, durations=durations)
+    kind = StudentLabSession if answers_hidden() else LabSession
+    lab = kind(spec, results=RESULTS_FILE, case=case, durations=durations)
     atexit.register(lab.stop)  # the network also stops if the notebook ends early
     return lab
 
@@ -161,23 +179,32 @@ def _verdicts(results: Iterable[Any]) -> List[Any]:
     return rows
 
 
-def check_network(*results: Any) -> str:
-    """Check measurements (or sets of flows, or a capacity search) against the physics.
+#: the last line :func:`check_network` prints starts with this, then the network's verdict
+NETWORK_LINE = "the network:"
 
-    Prints one line per verdict; raises ``AssertionError`` naming the first ``invalid``
-    verdict (a result the network cannot produce). A sender's own count above what the
-    path carries is flagged but not held against the network: that is the sender counting
-    its socket buffer, the pitfall the flag teaches. Returns the worst verdict. This checks
-    the network and the machine, not the student's answers."""
+
+def check_network(*results: Any) -> str:
+    """Report measurements (or sets of flows, or a capacity search) against the physics.
+
+    Prints one line per verdict, then one line that starts with :data:`NETWORK_LINE`: the
+    worst verdict about the network, naming the first ``invalid`` one (a result the network
+    cannot produce). A sender's own count above what the path carries is flagged but not
+    held against the network: that is the sender counting its socket buffer, the pitfall
+    the flag teaches. Returns that worst verdict. It reports on the network and the
+    machine, never on the student: it does not fail."""
     rows = _verdicts(results)
     for what, v in rows:
         print(f"{v.verdict.upper():<13} {what}: {v.metric}: {v.reason}")
-    bad = [(what, v) for what, v in rows
-           if v.verdict == policy.INVALID and v.metric not in SENDER_METRICS]
+    network = [(what, v) for what, v in rows if v.metric not in SENDER_METRICS]
+    worst = policy.worst([v.verdict for _, v in network])
+    bad = [(what, v) for what, v in network if v.verdict == policy.INVALID]
     if bad:
         what, v = bad[0]
-        raise AssertionError(f"about the network, not your answers: {what}: {v.reason}")
-    return policy.worst([v.verdict for _, v in rows])
+        print(f"{NETWORK_LINE} {worst}: {what}: {v.metric} is a result the network cannot "
+              "produce (reported, not graded)")
+    else:
+        print(f"{NETWORK_LINE} {worst} (reported, not graded)")
+    return worst
 
 
 def verdict_table(*results: Any) -> "pd.DataFrame":

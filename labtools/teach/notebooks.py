@@ -90,6 +90,29 @@ def build(solutions: Path = Path("solutions"), students: Path = Path("notebooks"
     return changed
 
 
+def make_workspace(students: Path, folder: Path) -> Tuple[List[Path], List[Path]]:
+    """A student's workspace in ``folder``: a copy of every file of ``students`` (the
+    student notebooks, and any file a lab hands out beside them, e.g. a skeleton module)
+    that is not there yet; a file already there is the student's work and stays as it is.
+    Returns (added, kept). Nothing from ``solutions/`` ever goes in."""
+    if not notebook_names(students):
+        raise InputError(f"no student notebooks in {students} (labtools notebooks build)")
+    names = sorted(p.name for p in students.iterdir()
+                   if p.is_file() and not p.name.startswith("."))
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"{folder} is not a folder")
+    folder.mkdir(parents=True, exist_ok=True)
+    added, kept = [], []
+    for name in names:
+        target = folder / name
+        if target.exists():
+            kept.append(target)
+            continue
+        shutil.copy(students / name, target)
+        added.append(target)
+    return added, kept
+
+
 def stale(solutions: Path = Path("solutions"), students: Path = Path("notebooks")) -> List[str]:
     """Reasons why the committed notebooks are out of date (empty when all is well)."""
     import nbformat

@@ -18,11 +18,17 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def plot_latency_percentiles(series: Dict[str, "pd.DataFrame"], expected_ms: Optional[float] = None,
                              max_ms: Optional[float] = None,
-                             ax: Optional["Axes"] = None) -> "Axes":
+                             ax: Optional["Axes"] = None,
+                             typical_ms: Optional[float] = None) -> "Axes":
     """HDR-style latency plot: each series' RTT (ms) against its percentile, on a
     logarithmic "1 / (1 - p)" axis, so the tail (99 %, 99.9 %) gets as much room as the
-    median. ``series``: label -> ping table (``rtt_ms``); ``expected_ms`` (propagation) and
-    ``max_ms`` (every full queue on the way) as horizontal lines."""
+    median. ``series``: label -> ping table (``rtt_ms``); ``expected_ms`` (propagation),
+    ``typical_ms`` (the queue model's median under one TCP flow,
+    :mod:`labtools.model.queues`) and ``max_ms`` (every full queue on the way) as
+    horizontal lines. A series reaches only as far along the axis as its replies do: the
+    percentiles beyond them (p99 of fewer than 100 replies) are not drawn, and the axis
+    ends at the largest series' last percentile (a dense train of 1000 replies reaches
+    p99.9)."""
     ax = new_axes(ax)
     top = 0.0
     for label, table in series.items():
@@ -35,16 +41,19 @@ def plot_latency_percentiles(series: Dict[str, "pd.DataFrame"], expected_ms: Opt
         ax.step(xs, values, where="post", linewidth=2, label=f"{label} ({n} samples)")
         top = max(top, values[-1])
     for value, style, text in ((expected_ms, ":", "propagation"),
+                               (typical_ms, "--", "typical under one TCP flow (model)"),
                                (max_ms, "-.", "worst the links produce (every queue full)")):
         if value is not None:
             ax.axhline(value, color="black", linestyle=style, linewidth=1,
                        label=f"{text}: {value:.1f} ms")
             top = max(top, value)
     ax.set_xscale("log")
-    ticks = [1, 2, 10, 100, 1000]
-    ax.set_xticks(ticks)
-    ax.set_xticklabels(["0%", "50%", "90%", "99%", "99.9%"])
-    ax.set_xlim(1, max(10.0, max(len(t) for t in series.values())))
+    reach = max(10.0, max(len(t["rtt_ms"].dropna()) for t in series.values()))
+    ticks = [(x, text) for x, text in ((1, "0%"), (2, "50%"), (10, "90%"), (100, "99%"),
+                                       (1000, "99.9%"), (10000, "99.99%")) if x <= reach]
+    ax.set_xticks([x for x, _ in ticks])
+    ax.set_xticklabels([text for _, text in ticks])
+    ax.set_xlim(1, reach)
     ax.set_ylim(0, top * 1.15 or 1)
     ax.set_xlabel("percentile (log scale of 1 / (1 - p))")
     ax.set_ylabel("round-trip time (ms)")

@@ -1,8 +1,9 @@
 """Notebook widgets: a measurement panel and an answer box (ipywidgets).
 
 The widgets hold no logic of their own: the panel calls a probe (:data:`RUNNERS`, one line
-each), shows the judged result's verdicts and the plot that fits it
-(:func:`labtools.teach.plots.plot_measurement`); the answer box calls
+each), shows the judged result's verdicts, the plot that fits it
+(:func:`labtools.teach.plots.plot_measurement`) and, folded, the commands that ran with
+their output (:mod:`labtools.teach.tool_runs`); the answer box calls
 :func:`labtools.judge.exercises.check`.
 
     from labtools.teach.widgets import MeasurementPanel, AnswerBox
@@ -301,13 +302,17 @@ class MeasurementPanel(w.VBox):
         self.status.value = f'<span style="{ERROR_STYLE}">✗ {html.escape(message)}</span>'
 
     def show(self, result: Any) -> None:
-        """Replace the output area with the result's verdicts and its plot."""
+        """Replace the output area with the result's verdicts, its plot, and (folded) the
+        exact command of each tool run with what it printed."""
         from labtools.teach.plots import plot_measurement
+        from labtools.teach.tool_runs import RunsDisplay
 
         table = result.verdicts_table
         items = [_display({"text/html": verdicts_html(table), "text/plain": table.to_string()})]
         png = base64.b64encode(figure_png(lambda ax: plot_measurement(result, ax))).decode("ascii")
         items.append(_display({"image/png": png, "text/plain": "<plot>"}))
+        runs = RunsDisplay((result,))
+        items.append(_display({"text/html": runs.html, "text/plain": runs.text}))
         self.output.outputs = tuple(items)
 
 
