@@ -27,6 +27,8 @@ SOLUTIONS = ROOT / "solutions"
 RECORDED = ROOT / "tests" / "fixtures" / "grading"
 ASSIGNMENT = "labs"
 NAMES = notebooks.notebook_names(SOLUTIONS)
+#: the variant the recorded results file was measured on (student1's)
+RECORDED_VARIANT = json.loads((RECORDED / "capture.json").read_text())["variant"]
 
 
 def _grade_cells(name: str) -> Dict[str, Dict]:
@@ -49,6 +51,9 @@ def course(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("course")
     (root / "nbgrader_config.py").write_text(
         "c = get_config()\nc.CourseDirectory.course_id = 'netlab'\n")
+    # student2 hands in the recording too, as student1's lab partner: one network, one variant
+    (root / "labtools-variants.csv").write_text(
+        f"student_id,variant\nstudent2,{RECORDED_VARIANT}\n")
     source = root / "source" / ASSIGNMENT
     source.mkdir(parents=True)
     for name in NAMES:
@@ -162,3 +167,121 @@ def test_the_recording_is_described(course):
     meta = json.loads((RECORDED / "capture.json").read_text())
     assert meta["variant"] == "student1" and meta["notebooks"] == NAMES
     assert meta["tools"]["iperf3"] and meta["kernel"]
+
+
+# --- grading integrity: the variant is bound to the student ----------------------------------
+EARLIER = RECORDED / "earlier" / "results"  # a second real recording, on student1's variant
+COURSE_ID = "netlab"
+
+
+def _grades(course: Path, student: str) -> Dict[tuple, float]:
+    """(notebook, grade cell) -> its automatic score, from nbgrader's gradebook."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", COURSE_ID) as gb:
+        return {(name, grade.name): grade.auto_score for name in NAMES
+                for grade in gb.find_submission_notebook(name[: -len(".ipynb")], ASSIGNMENT,
+                                                         student).grades
+                if grade.auto_score is not None}
+
+
+def _measured_cells() -> set:
+    return {(n, c) for n in NAMES for c, g in _grade_cells(n).items()
+            if g["measured"] and g["code"]}
+
+
+def _errors(nb, cell_id: str) -> list:
+    cell = next(c for c in nb.cells if c.get("id") == cell_id)
+    return [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+
+
+def _start_text(nb) -> str:
+    start = next(c for c in nb.cells if c.get("id") == "start")
+    return "".join(o.get("text", "") for o in start.outputs)
+
+
+@pytest.fixture(scope="module")
+def copied(course, full) -> Dict:
+    """student4 hands in student1's results file as theirs."""
+    _submit(course, "student4")
+    return _autograde(course, "student4")
+
+
+@pytest.fixture(scope="module")
+def wrong_variant(course, full) -> Dict:
+    """student5 hands in measurements of their own, made on student1's variant (the first
+    recording of the fixture: notebooks 00-05, none of its runs the same as student1's)."""
+    folder = _submit(course, "student5", results=False)
+    shutil.copytree(EARLIER, folder / "results")
+    return _autograde(course, "student5")
+
+
+def _lost_exactly_the_measured_checks(course: Path, student: str) -> None:
+    mine, full_marks = _grades(course, student), _grades(course, "student1")
+    measured = _measured_cells()
+    assert measured and set(mine) == set(full_marks)
+    for key, score in mine.items():
+        assert score == (0 if key in measured else full_marks[key]), key
+
+
+def test_a_copied_results_file_fails_every_measured_check_with_one_line(course, full, copied):
+    _lost_exactly_the_measured_checks(course, "student4")
+    assert copied["score"] == full["score"] - sum(_grades(course, "student1")[k]
+                                                  for k in _measured_cells())
+    reason = (f"were made on variant '{RECORDED_VARIANT}'; student4's variant is 'student4' (their "
+              "student id): measure on your own network")
+    replayed = []
+    for name, nb in copied["notebooks"].items():
+        assert reason in _start_text(nb), name  # the lab's first line says why
+        cells = [c for n, c in _measured_cells() if n == name]
+        errors = [e for c in cells for e in _errors(nb, c)]
+        assert len(errors) == len(cells), name  # every measured check failed...
+        # ...with the reason where it used a measurement (a check that reads what an
+        # ungraded cell could not compute fails on that instead)
+        replayed += [e for e in errors if e["ename"] == "ReplayError"]
+    assert replayed and all(reason in e["evalue"] and "\n" not in e["evalue"]
+                            for e in replayed)
+    notebooks.nbgrader(["generate_feedback", ASSIGNMENT, "--student", "student4", "--force"],
+                       course)
+    html = (course / "feedback" / "student4" / ASSIGNMENT / NAMES[0].replace(".ipynb", ".html"))
+    assert "measure on your own network" in html.read_text()
+
+
+def test_measurements_made_on_another_variant_fail_the_measured_checks(course, full,
+                                                                        wrong_variant):
+    _lost_exactly_the_measured_checks(course, "student5")
+    recorded = json.loads((EARLIER.parent / "capture.json").read_text())["notebooks"]
+    for name, nb in wrong_variant["notebooks"].items():
+        text = _start_text(nb)
+        assert "student5's variant is 'student5'" in text
+        if name in recorded:
+            assert "were made on variant 'student1'" in text, name
+        else:  # a notebook the recording has no measurement of
+            assert "holds no measurement of this notebook" in text, name
+
+
+def test_the_class_report_of_the_graded_class(course, full, copied, wrong_variant, tmp_path):
+    """``labtools class-report`` on nbgrader's folders: the copy is found, the partners are
+    not a copy, and each student's expected values are the kit's for their own variant."""
+    from labtools.model.catalog import load_topology
+    from labtools.model.expect import expect_pair
+    from tests.conftest import run_cli
+
+    for folder in ("submitted", "autograded"):
+        out = tmp_path / folder
+        done = run_cli(["class-report", str(course / folder), "--out", str(out)])
+        assert done.returncode == 0, done.stderr
+        assert "student1 (labs) and student4 (labs): " in done.stdout
+        copies = {(r["student_a"], r["student_b"]): r["partners"]
+                  for r in csv.DictReader(open(out / "copies.csv"))}
+        assert copies == {("student1", "student2"): "True", ("student1", "student4"): "False",
+                          ("student2", "student4"): "False"}
+        subs = {r["student"]: r for r in csv.DictReader(open(out / "submissions.csv"))}
+        assert not subs["student1"]["not_their_own"] and not subs["student2"]["not_their_own"]
+        assert subs["student4"]["not_their_own"] and subs["student5"]["not_their_own"]
+        for row in csv.DictReader(open(out / "measurements.csv")):
+            if row["case"] == "intro" and row["metric"] == "rtt_min":
+                topo = load_topology(f"portfolio,variant={row['variant']}")
+                assert float(row["expected"]) == pytest.approx(
+                    expect_pair(topo, "h1", "h4").rtt_ms), row["student"]
+        assert (out / "lab-path.png").is_file() and (out / "calibrations.png").is_file()

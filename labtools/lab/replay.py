@@ -16,6 +16,13 @@ others still grade.
 
 The durations are the ones the student measured with (saved with each run: the full set, or
 the quick one CI uses), so a notebook that passes them to a probe asks for what was recorded.
+
+Whose measurements: while nbgrader autogrades ``COURSE/autograded/STUDENT/ASSIGNMENT``, the
+lab is bound to STUDENT (:mod:`labtools.results.ownership`): the topology is the student's
+own variant (their id, or the course's ``labtools-variants.csv``), and a notebook whose
+recorded runs were made on another variant, by another student, or on links the kit does
+not build for that variant answers every call with a :class:`MissingMeasurement` giving
+that one-line reason.
 """
 
 from __future__ import annotations
