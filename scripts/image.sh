@@ -86,6 +86,14 @@ fi
 [ "$only_base" = yes ] && exit 0
 
 # --- 2. the kit -----------------------------------------------------------------------------
+# the kit's own dependencies, from pyproject.toml: the image's Python layer is rebuilt only
+# when they change, not when anything else in pyproject.toml does
+mkdir -p "$here/.cache/image"
+python3 - "$here/pyproject.toml" > "$here/.cache/image/kit-requirements.txt" <<'PY'
+import sys, tomllib
+project = tomllib.load(open(sys.argv[1], "rb"))["project"]
+print("\n".join(project["dependencies"] + project["optional-dependencies"]["lab"]))
+PY
 say "building $image from deploy/image/Dockerfile"
 "$docker" build --network host --build-arg "BASE=$base" --build-arg "MIRROR=$mirror" \
     -t "$image" -f "$here/deploy/image/Dockerfile" "$here"

@@ -84,6 +84,17 @@ def test_students_file_adds_names_once(tmp_path):
     assert s.students == ("alice", "bob", "carol")
 
 
+def test_server_numbers_are_given_once_and_never_reused():
+    first, numbers = cs.server_number({}, "alice")
+    again, same = cs.server_number(numbers, "alice")
+    second, numbers = cs.server_number(numbers, "bob")
+    assert (first, again, second) == (1, 1, 2) and same == {"alice": 1}
+    gone = {"bob": 2}  # alice's number is never given to anyone else
+    assert cs.server_number(gone, "carol")[0] == 3
+    with pytest.raises(cs.SettingsError, match="more than 4000"):
+        cs.server_number({"x": cs.MAX_USERS}, "y")
+
+
 def test_each_user_gets_a_uid_and_a_subnet_of_their_own():
     subnets = ipaddress.ip_network("10.213.0.0/16")
     nets = [cs.server_subnet(subnets, uid) for uid in range(1, cs.MAX_USERS + 1)]

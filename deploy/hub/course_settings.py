@@ -18,10 +18,10 @@ from urllib.parse import urlsplit
 
 import tomllib
 
-#: user ids of the students' and instructor's servers: FIRST_UID + the hub's user id
+#: user ids of the students' and instructor's servers: FIRST_UID + the server's number
 #: (each user a uid of their own, so nbgrader's exchange keeps students apart)
 FIRST_UID = 20000
-#: hub user ids above this get no subnet and no uid (a course of 4000 users is far beyond)
+#: servers numbered above this get no subnet and no uid (a course of 4000 is far beyond)
 MAX_USERS = 4000
 #: each server's network: a /28 of the course's range (gateway, the server, room to spare)
 SUBNET_PREFIX = 28
@@ -235,20 +235,33 @@ def load(path: Path) -> CourseSettings:
     return parse(data, path.resolve().parent)
 
 
-def server_uid(user_id: int) -> int:
-    """The user id a hub user's server runs as (the hub's user ids start at 1)."""
-    if not 1 <= user_id <= MAX_USERS:
-        raise SettingsError(f"hub user id {user_id} is outside 1-{MAX_USERS}")
-    return FIRST_UID + user_id
+def server_number(numbers: Dict[str, int], user: str) -> Tuple[int, Dict[str, int]]:
+    """The number of ``user``'s server (1, 2, ...: given once, kept for ever, never reused)
+    and the numbers with it. Kept in the hub's data folder (uids.json) beside the volumes'
+    lifetime, not the hub's database: a user removed and added again, or a new database,
+    must find their files owned by their user id still."""
+    if user in numbers:
+        return numbers[user], numbers
+    number = max(numbers.values(), default=0) + 1
+    if number > MAX_USERS:
+        raise SettingsError(f"more than {MAX_USERS} users have had a server in this course")
+    return number, {**numbers, user: number}
 
 
-def server_subnet(subnets: ipaddress.IPv4Network, user_id: int) -> ipaddress.IPv4Network:
-    """The /28 of hub user ``user_id``'s server network (the range's first one is unused)."""
-    server_uid(user_id)
-    if user_id >= 2 ** (SUBNET_PREFIX - subnets.prefixlen):
-        raise SettingsError(f"hub.student_subnets {subnets} has no subnet for user {user_id}")
+def server_uid(number: int) -> int:
+    """The user id of server number ``number`` (:func:`server_number`)."""
+    if not 1 <= number <= MAX_USERS:
+        raise SettingsError(f"server number {number} is outside 1-{MAX_USERS}")
+    return FIRST_UID + number
+
+
+def server_subnet(subnets: ipaddress.IPv4Network, number: int) -> ipaddress.IPv4Network:
+    """The /28 of server number ``number``'s network (the range's first one is unused)."""
+    server_uid(number)
+    if number >= 2 ** (SUBNET_PREFIX - subnets.prefixlen):
+        raise SettingsError(f"hub.student_subnets {subnets} has no subnet for user {number}")
     size = 2 ** (32 - SUBNET_PREFIX)
-    return ipaddress.IPv4Network((int(subnets.network_address) + user_id * size, SUBNET_PREFIX))
+    return ipaddress.IPv4Network((int(subnets.network_address) + number * size, SUBNET_PREFIX))
 
 
 def course_tag(course_id: str) -> str:

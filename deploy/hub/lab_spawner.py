@@ -7,9 +7,10 @@ What it adds to DockerSpawner (configured in jupyterhub_config.py):
   bridge ``<course tag>-<user hash>``), made before the server starts and removed when it
   stops: a server reaches no other server, and the host's firewall (firewall.py) lets it
   reach only the hub's API on the host;
-- the server runs as user id 20000 + the hub's user id (course_settings.server_uid), so
-  nbgrader's exchange, shared by every server, keeps students' submissions apart by
-  ownership as on a multi-user machine;
+- the server runs as a user id of its own, 20000 + the user's server number (given at the
+  user's first start and kept in the hub's data folder, uids.json), so nbgrader's
+  exchange, shared by every server, keeps students' submissions apart by ownership as on a
+  multi-user machine, and the user's volume stays theirs;
 - the hub's API address on that network, the user's role (instructor or student) and the
   course, in the server's environment;
 - /proc and /sys unmasked for the container (Docker's ``systempaths=unconfined``): a lab's
@@ -22,12 +23,15 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import json
+import os
 from typing import Any, Dict
 
 from course_settings import (
     CourseSettings,
     bridge_name,
     resource_prefix,
+    server_number,
     server_subnet,
     server_uid,
 )
@@ -35,6 +39,20 @@ from dockerspawner import DockerSpawner
 
 #: serialises network creation and removal (two spawns at once must not race for names)
 _NETWORK_LOCK = asyncio.Lock()
+#: the file of server numbers in the hub's data folder
+NUMBERS_FILE = "uids.json"
+
+
+def number_of(course: CourseSettings, user: str) -> int:
+    """``user``'s server number, given on first use and written to the data folder."""
+    path = course.data_dir / NUMBERS_FILE
+    numbers = json.loads(path.read_text()) if path.exists() else {}
+    number, updated = server_number(numbers, user)
+    if updated != numbers:
+        part = path.with_suffix(".part")
+        part.write_text(json.dumps(updated, indent=1, sort_keys=True))
+        os.replace(part, path)
+    return number
 
 
 class LabSpawner(DockerSpawner):
@@ -49,9 +67,14 @@ class LabSpawner(DockerSpawner):
         return f"{resource_prefix(self.course.course_id)}u-{self.escaped_name}"
 
     @property
+    def lab_number(self) -> int:
+        """This user's server number (their user id and subnet follow from it)."""
+        return number_of(self.course, self.user.name)
+
+    @property
     def lab_subnet(self) -> ipaddress.IPv4Network:
         """This server's /28."""
-        return server_subnet(self.course.subnets, self.user.id)
+        return server_subnet(self.course.subnets, self.lab_number)
 
     @property
     def hub_address(self) -> str:
@@ -65,7 +88,7 @@ class LabSpawner(DockerSpawner):
 
     async def start(self) -> Any:
         """Make the server's network, then start its container on it as its user id."""
-        uid = server_uid(self.user.id)
+        uid = server_uid(self.lab_number)
         self.network_name = self.lab_network
         self.extra_create_kwargs = {"user": f"{uid}:{uid}", "hostname": "lab"}
         await self._ensure_network()
