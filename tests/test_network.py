@@ -84,6 +84,8 @@ def test_tcp_goodput_within_the_ceiling(lab, src, dst):
     ceiling = expect.tcp_goodput_ceiling_mbps(expect.bottleneck(lab.topo, src, dst)[0])
     receiver = m.verdicts[0]
     assert receiver.metric == "receiver_rate" and receiver.expected == ceiling
+    # how late this machine's timers were during the run, measured beside it
+    assert m.context.machine_late_ms is not None and m.context.machine_late_ms >= 0
     guard = [v for v in m.verdicts if v.metric == "sender_rate"]
     assert bool(guard) == (m.summary.sender_mbps > ceiling * policy.RATE_MAX), m.verdicts
     assert all(v.verdict == "invalid" for v in guard)

@@ -12,10 +12,11 @@ propagation plus what this machine adds on the same links, and a rate below expe
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Dict, Optional, Sequence
 
 from labtools.errors import InputError
+from labtools.model.expect import htb_burst_ms
 from labtools.model.topology import Link
 
 
@@ -41,6 +42,29 @@ class MachineProfile:
     emulation: str = "native"
     measured_at: str = ""
     seconds: float = 0.0
+    #: measured during one run, not at calibration (:meth:`during`): the 90th percentile
+    #: of how late a delayed link delivered, per crossing (ms), beside the run
+    run_late_ms: Optional[float] = None
+    #: how long HTB's burst lasts on the run's bottleneck (ms)
+    run_burst_ms: Optional[float] = None
+
+    def during(self, late_ms: Optional[float],
+               bottleneck_mbps: Optional[float]) -> "MachineProfile":
+        """This calibration with what was measured during one run (see
+        :mod:`labtools.lab.machine_watch`)."""
+        burst = None if not bottleneck_mbps else htb_burst_ms(bottleneck_mbps)
+        return replace(self, run_late_ms=late_ms, run_burst_ms=burst)
+
+    def timers_limit(self) -> Optional[str]:
+        """Why this machine could not drive the run's links at their rates, or None: its
+        timers fired later than HTB's burst lasts on the bottleneck."""
+        late, burst = self.run_late_ms, self.run_burst_ms
+        if late is None or burst is None or late <= burst:
+            return None
+        return (f"during this run this machine's timers fired up to {late:.1f} ms late (90th "
+                f"percentile, a delayed link measured beside the lab), longer than the "
+                f"{burst:.1f} ms HTB's burst lasts on the bottleneck: the link could not run "
+                "at its rate")
 
     def added_ms(self, links: Sequence[Link]) -> float:
         """What this machine adds (ms) to a packet crossing ``links`` once each (a

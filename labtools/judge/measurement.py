@@ -78,6 +78,8 @@ class JudgeContext:
         load_received_mbps: what that flow's receiver got after its warm-up, Mbit/s.
         granted_window_bytes: the window the kernel advertised for ``window_bytes``, as
             ``ss`` read it during the run (None: not read).
+        machine_late_ms: how late this machine's timers fired during the run, per delayed
+            link crossing, 90th percentile (ms; :mod:`labtools.lab.machine_watch`).
     """
 
     warmup_s: float = 0.0
@@ -88,6 +90,7 @@ class JudgeContext:
     load: Optional[Tuple[str, str]] = None
     load_received_mbps: Optional[float] = None
     granted_window_bytes: Optional[int] = None
+    machine_late_ms: Optional[float] = None
 
     def as_dict(self) -> Dict[str, Any]:
         """JSON form."""
@@ -96,7 +99,8 @@ class JudgeContext:
                 "machine": None if self.machine is None else self.machine.as_dict(),
                 "load": None if self.load is None else list(self.load),
                 "load_received_mbps": self.load_received_mbps,
-                "granted_window_bytes": self.granted_window_bytes}
+                "granted_window_bytes": self.granted_window_bytes,
+                "machine_late_ms": self.machine_late_ms}
 
     @classmethod
     def from_dict(cls, data: Optional[Mapping[str, Any]]) -> "JudgeContext":
@@ -106,7 +110,8 @@ class JudgeContext:
         return cls(float(data.get("warmup_s") or 0.0), data.get("offered_mbps"),
                    data.get("load_mbps"), MachineProfile.from_dict(data.get("machine")),
                    data.get("window_bytes"), None if not load else (str(load[0]), str(load[1])),
-                   data.get("load_received_mbps"), data.get("granted_window_bytes"))
+                   data.get("load_received_mbps"), data.get("granted_window_bytes"),
+                   data.get("machine_late_ms"))
 
 
 @dataclass
@@ -165,7 +170,8 @@ def judge_summary(summary: Summary, expected: Optional[PairExpectation],
     """The verdicts of one run's summary against its pair's expectation."""
     if expected is None:
         return []
-    machine = context.machine
+    machine = (None if context.machine is None else
+               context.machine.during(context.machine_late_ms, expected.bottleneck_mbps))
     if isinstance(summary, RttSummary):
         return _rtt_verdicts(summary, expected, context, topo)
     if isinstance(summary, UdpSummary):
@@ -206,18 +212,31 @@ def _rtt_verdicts(summary: RttSummary, expected: PairExpectation, context: Judge
         if machine is not None:
             added = machine.added_ms(info.links + info.reverse_links)
     known = None if machine is None else added
+    late = _late_allowance_ms(topo, expected, context)
     if context.load is None or topo is None:
         return [verdicts.rtt_verdict(summary.min_ms, expected.rtt_ms, added),
                 verdicts.rtt_average_verdict(summary.min_ms, summary.avg_ms),
                 verdicts.rtt_bound_verdict(summary.max_after_first_ms, expected.max_rtt_ms,
-                                           known, expected.unbounded_links, shaped)]
+                                           known, expected.unbounded_links, shaped,
+                                           late_allowance_ms=late)]
     model = loaded_rtt(topo, expected.src, expected.dst, *context.load)
     short = _short_load(topo, context)
     full = (f"{model.queue_link}'s queue full" if model.queue_link
             else "no queue of the load's on the way")
     return [verdicts.loaded_rtt_verdict(summary.p50_ms, model, added, short),
             verdicts.rtt_bound_verdict(summary.max_after_first_ms, model.high_ms, known,
-                                       expected.unbounded_links, shaped, full, short)]
+                                       expected.unbounded_links, shaped, full, short, late)]
+
+
+def _late_allowance_ms(topo: Optional[Topology], expected: PairExpectation,
+                       context: JudgeContext) -> float:
+    """What late timers, measured during the run, add to a round trip: the lateness per
+    delayed link crossing times the delayed links crossed out and back (ms)."""
+    if topo is None or not context.machine_late_ms:
+        return 0.0
+    info = path(topo, expected.src, expected.dst)
+    crossings = sum(1 for link in info.links + info.reverse_links if link.delay_ms > 0)
+    return crossings * context.machine_late_ms
 
 
 def _short_load(topo: Topology, context: JudgeContext) -> Optional[str]:

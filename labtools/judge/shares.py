@@ -140,7 +140,11 @@ def judge_flows(topo: Topology, flows: Sequence[Flow], outputs: Sequence[Parsed]
     goodput = [None if s.share_mbps is None else tcp_goodput_ceiling_mbps(s.share_mbps)
                for s in shares]
     load = sum(g for g in goodput if g is not None)
-    member_context = JudgeContext(context.warmup_s, None, load or None, context.machine)
+    member_context = JudgeContext(context.warmup_s, None, load or None, context.machine,
+                                  machine_late_ms=context.machine_late_ms)
+    slowest = min((bottleneck(topo, f.src, f.dst)[0] or 0.0 for f in flows), default=0.0)
+    machine = (None if context.machine is None
+               else context.machine.during(context.machine_late_ms, slowest or None))
     measured = [judge_parsed(p, topo, f.src, f.dst, member_context,
                              commands[i] if i < len(commands) else (),
                              **(member_meta[i] if i < len(member_meta) else {}))
@@ -154,13 +158,13 @@ def judge_flows(topo: Topology, flows: Sequence[Flow], outputs: Sequence[Parsed]
         alone_rate = bottleneck(topo, flow.src, flow.dst)[0]
         alone = None if alone_rate is None else tcp_goodput_ceiling_mbps(alone_rate)
         row = verdicts.share_verdict(f"{flow.src}-{flow.dst}", got, want, alone, link_full,
-                                     load or None, context.machine)
+                                     load or None, machine)
         guard = verdicts.sender_guard(m.summary.sender_mbps, alone)  # type: ignore[union-attr]
         m.verdicts = [row] + ([guard] if guard is not None else [])
         rows.append(row)
     total_ok = True
     if capacity is not None:
-        total_row = verdicts.total_verdict(total, capacity, load, context.machine)
+        total_row = verdicts.total_verdict(total, capacity, load, machine)
         total_ok = total_row.verdict != policy.INCONCLUSIVE
         rows.append(total_row)
     jains = []

@@ -143,7 +143,8 @@ def rtt_average_verdict(min_ms: Optional[float], avg_ms: Optional[float]) -> Ver
 def rtt_bound_verdict(largest_ms: Optional[float], max_ms: Optional[float],
                       machine_ms: Optional[float] = None, unbounded: Tuple[str, ...] = (),
                       shaped: bool = True, full: str = "every queue on the way full",
-                      short_load: Optional[str] = None) -> Verdict:
+                      short_load: Optional[str] = None,
+                      late_allowance_ms: float = 0.0) -> Verdict:
     """The largest RTT sample (after the first, which also waits for address resolution)
     against the worst the links can produce (``max_ms``, with ``full``), plus what this
     machine adds (``machine_ms`` from its calibration; None: not calibrated).
@@ -151,7 +152,9 @@ def rtt_bound_verdict(largest_ms: Optional[float], max_ms: Optional[float],
     A sample above it is ``suspicious``: nothing in the links explains it, and the reason
     says what is known, not whom to blame. ``short_load``: why the run's load did not drive
     its link at the link's rate (the machine could not keep up): then ``inconclusive``.
-    ``shaped``: False when no link on the way or back has a rate (no queue can build)."""
+    ``shaped``: False when no link on the way or back has a rate (no queue can build).
+    ``late_allowance_ms``: what this machine's timers, measured late during the run, add
+    to a round trip; a sample above the bound by less is ``inconclusive``."""
     metric = "rtt_max"
     if not shaped:
         return Verdict(metric, None, largest_ms, "ms", OK,
@@ -173,6 +176,12 @@ def rtt_bound_verdict(largest_ms: Optional[float], max_ms: Optional[float],
         return Verdict(metric, max_ms, largest_ms, "ms", OK,
                        f"every sample within what the links can produce ({max_ms:.1f} ms with "
                        f"{full})")
+    if late_allowance_ms and largest_ms <= limit + late_allowance_ms:
+        return Verdict(metric, max_ms, largest_ms, "ms", INCONCLUSIVE,
+                       f"inconclusive: a sample of {largest_ms:.1f} ms is above the worst the "
+                       f"links can produce ({max_ms:.1f} ms with {full}), within the "
+                       f"{late_allowance_ms:.1f} ms this machine's late timers added during "
+                       "the run (measured beside it)")
     known = (f"even with the {added:.1f} ms this machine adds (calibrated)"
              if machine_ms is not None else "(this machine was not calibrated: what it adds "
                                             "is unknown)")
@@ -241,6 +250,10 @@ def _low_rate(metric: str, measured: float, expected: float, load: float,
                        f"inconclusive: only {ratio:.0%} of {expected:.2f} Mbit/s, but this "
                        f"machine forwards at most {machine.forward_mbps:.1f} Mbit/s and the "
                        f"network had to carry {load:.1f}: the CPU, not the links, set the rate")
+    late = None if machine is None else machine.timers_limit()
+    if late is not None:
+        return Verdict(metric, expected, measured, "Mbit/s", INCONCLUSIVE,
+                       f"inconclusive: only {ratio:.0%} of {expected:.2f} Mbit/s; {late}")
     why = "too small a window, loss or competing traffic"
     if machine is None:
         why += ", or an overloaded CPU (not calibrated)"

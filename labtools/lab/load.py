@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Iterator, List, Optional
 from labtools.errors import InputError, LabtoolsError
 from labtools.judge import policy
 from labtools.judge.measurement import Measurement, ProbeCall, judge_parsed
+from labtools.lab.machine_watch import LatenessWatch
 from labtools.lab.processes import TIMEOUT_MARGIN_S, terminate, wait_output
 from labtools.results.records import utc_now
 from labtools.tools import args as toolargs
@@ -69,7 +70,8 @@ def ping_under_load(lab: "LabSession", src: str, dst: str, load_src: str, load_d
             load_call = ProbeCall("load", {"src": load_src, "dst": load_dst})
             try:
                 time.sleep(LOAD_LEAD_S)  # the queue fills
-                raw_ping = lab.run(src, ping_argv, count * interval_s + TIMEOUT_MARGIN_S)
+                with LatenessWatch(lab) as timers:
+                    raw_ping = lab.run(src, ping_argv, count * interval_s + TIMEOUT_MARGIN_S)
                 pinged = parse("ping", raw_ping)
                 raw = wait_output(proc, load_argv, load_src, seconds + TIMEOUT_MARGIN_S)
                 warmup = policy.warmup_s(max(1.0, round(seconds, 1)))
@@ -85,7 +87,8 @@ def ping_under_load(lab: "LabSession", src: str, dst: str, load_src: str, load_d
             finally:
                 terminate(proc)
         context = replace(lab.context(), load=(load_src, load_dst),
-                          load_received_mbps=getattr(loaded.summary, "steady_mbps", None))
+                          load_received_mbps=getattr(loaded.summary, "steady_mbps", None),
+                          machine_late_ms=timers.late_ms)
         m = judge_parsed(pinged, lab.topo, src, dst, context, ping_argv, started_at=started,
                          call=call, extra={"load": load})
         lab.save(m)

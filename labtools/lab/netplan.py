@@ -29,6 +29,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Dict, List, Sequence, Tuple
 
+from labtools.model.expect import HTB_BURST_BYTES
 from labtools.model.routing import compute_routing
 from labtools.model.topology import ROUTER, SWITCH, Link, Topology, mininet_link_params
 
@@ -97,7 +98,7 @@ def tc_lines(link: Link, dev: str) -> List[str]:
     if "bw" in params:
         lines += [f"qdisc add dev {dev} root handle 5:0 htb default 1",
                   f"class add dev {dev} parent 5:0 classid 5:1 htb rate {params['bw']:f}Mbit "
-                  "burst 15k"]
+                  f"burst {HTB_BURST_BYTES // 1024}k"]
         parent = "parent 5:1"
     netem = []
     if "delay" in params:

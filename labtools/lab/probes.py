@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, TypeVar, Union
 
 from labtools.errors import LabtoolsError, ToolError
 from labtools.judge import policy
 from labtools.judge.measurement import JudgeContext, Measurement, ProbeCall, judge_parsed
 from labtools.judge.repeated import check_repeat, judge_repeated
 from labtools.judge.shares import FlowsMeasurement, flows_spec, judge_flows
+from labtools.lab import own_simpleperf
+from labtools.lab.machine_watch import LatenessWatch
 from labtools.lab.processes import (
     SERVER_READY_S,
     TIMEOUT_MARGIN_S,
@@ -103,16 +106,18 @@ def run_tool(lab: "LabSession", tool: str, src: str, dst: str, argv: List[str],
     ``watch``: read the sender's socket while the tool runs."""
     raw, started = "", utc_now()
     try:
-        if watch is None:
-            raw = lab.run(src, argv, timeout_s)
-        else:
-            proc = lab.start_process(src, argv)
-            try:
-                watch.during()
-                raw = wait_output(proc, argv, src, timeout_s)
-            finally:
-                terminate(proc)
-            context = watch.judged_with(context)
+        with LatenessWatch(lab) as timers:
+            if watch is None:
+                raw = lab.run(src, argv, timeout_s)
+            else:
+                proc = lab.start_process(src, argv)
+                try:
+                    watch.during()
+                    raw = wait_output(proc, argv, src, timeout_s)
+                finally:
+                    terminate(proc)
+                context = watch.judged_with(context)
+        context = replace(context, machine_late_ms=timers.late_ms)
         parsed = parse(tool, raw)
         if check is not None:
             check(parsed)
@@ -213,12 +218,18 @@ def _simpleperf_ok(parsed: Parsed) -> None:
 
 def simpleperf(lab: "LabSession", src: str, dst: str, duration_s: Optional[float] = None,
                interval_s: float = 1, parallel: int = 1, port: int = 8088,
-               repeat: int = 1) -> Any:
+               repeat: int = 1, program: Optional[Union[str, Path]] = None) -> Any:
     """The kit's simpleperf from ``src`` to a server on ``dst``; the server's byte count
     is the receiver side, judged after the warm-up. ``repeat``: runs of the same call (see
-    :func:`repeated`)."""
+    :func:`repeated`). ``program``: a student's own simpleperf (its folder or file) as the
+    client instead of the kit's, against the kit's server (:mod:`.own_simpleperf`)."""
     call = ProbeCall("simpleperf", {"src": src, "dst": dst, "parallel": parallel})
     duration_s = lab.durations.tcp_s if duration_s is None else duration_s
+    if program is not None:
+        call = ProbeCall("simpleperf", {**call.args, "program": Path(program).name})
+        context = lab.context(warmup_s=policy.warmup_s(duration_s))
+        return repeated(lab, call, repeat, lambda one: own_simpleperf.measure(
+            lab, src, dst, program, duration_s, interval_s, parallel, port, one, context))
     server_ip = lab.ip_towards(src, dst)
     # server and client start together (a Python start each: seconds under software
     # emulation); the client keeps trying until the server listens
@@ -273,17 +284,18 @@ def _run_flows(lab: "LabSession", flows: List[Flow], argvs: List[List[str]], sec
             starting.append((proc, argv, flow.dst, port))
         for proc, argv, host, port in starting:
             lab.await_server(proc, argv, host, port)
-        with StartGate(len(flows)) as gate:  # spawn them all, then start them at once
-            procs = [lab.start_process(f.src, gate.wrap(argv, i))
-                     for i, (f, argv) in enumerate(zip(flows, argvs))]
-            gate.wait_ready(procs, GATE_READY_S)
-            started, began = utc_now(), time.monotonic()
-            spread_ms = round(gate.release([p.pid for p in procs]) * 1e3, 3)
-        outputs = _collect(lab, flows, argvs, procs, seconds + TIMEOUT_MARGIN_S, began, started,
-                           call)
+        with LatenessWatch(lab) as timers:
+            with StartGate(len(flows)) as gate:  # spawn them all, then start them at once
+                procs = [lab.start_process(f.src, gate.wrap(argv, i))
+                         for i, (f, argv) in enumerate(zip(flows, argvs))]
+                gate.wait_ready(procs, GATE_READY_S)
+                started, began = utc_now(), time.monotonic()
+                spread_ms = round(gate.release([p.pid for p in procs]) * 1e3, 3)
+            outputs = _collect(lab, flows, argvs, procs, seconds + TIMEOUT_MARGIN_S, began,
+                               started, call)
         metas = [{"started_at": started, "finished_at": utc_now(), "call": call,
                   "extra": {"start_spread_ms": spread_ms}} for _ in flows]
-        context = lab.context(warmup_s=omit_s)
+        context = lab.context(warmup_s=omit_s, machine_late_ms=timers.late_ms)
         result = judge_flows(lab.topo, flows, outputs, context, argvs, spread_ms, metas)
         for m in result.measurements:
             lab.save(m)

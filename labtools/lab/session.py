@@ -109,6 +109,11 @@ class LabSession(LabBase):
         """True while the network is up."""
         return self._backend is not None
 
+    @property
+    def calibration_nodes(self) -> Tuple[str, ...]:
+        """The calibration network's nodes (A, R1, R2, B), empty without one."""
+        return self._backend.calibration_nodes if self._backend is not None else ()
+
     def start(self) -> None:
         """Check the machine, open the results store, start the network, calibrate.
 

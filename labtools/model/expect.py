@@ -46,6 +46,9 @@ MTU_BYTES = 1500
 TCP_MSS_BYTES = MTU_BYTES - IPV4_HEADER_BYTES - TCP_HEADER_BYTES  #: 1448
 TCP_FRAME_BYTES = MTU_BYTES + ETH_HEADER_BYTES  #: 1514
 IPERF_UDP_PAYLOAD_BYTES = 1470
+#: HTB's burst on a shaped link (Mininet's ``burst 15k``: tc's k is 1024): what a class may
+#: send at once after waiting, so a timer that fires up to this late costs it no rate
+HTB_BURST_BYTES = 15 * 1024
 #: Mathis et al.'s constant sqrt(3/2): periodic loss, an ACK for every segment
 MATHIS_C = (3 / 2) ** 0.5
 
@@ -140,6 +143,13 @@ def udp_goodput_mbps(rate_mbps: float, datagram_bytes: int = IPERF_UDP_PAYLOAD_B
         raise InputError(f"UDP datagram size must be within 1..1472 bytes, got {datagram_bytes}")
     frame = datagram_bytes + UDP_HEADER_BYTES + IPV4_HEADER_BYTES + ETH_HEADER_BYTES
     return rate_mbps * datagram_bytes / frame
+
+
+def htb_burst_ms(rate_mbps: float) -> float:
+    """How long HTB's burst lasts at ``rate_mbps`` (ms): a class whose timer fires later
+    than that loses sending time it cannot make up."""
+    _check_rate(rate_mbps)
+    return HTB_BURST_BYTES * 8 / (rate_mbps * 1e6) * 1e3
 
 
 def bdp_bytes(rate_mbps: float, rtt_ms_value: float) -> float:

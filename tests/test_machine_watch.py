@@ -1,0 +1,53 @@
+"""How late this machine's timers fire during a run: the watch's arithmetic on a real ping
+across the calibration network's delayed link (captured in the lab VM on a busy host), and
+the verdicts that use it."""
+
+from __future__ import annotations
+
+import pytest
+
+from labtools.judge import verdicts
+from labtools.judge.machine import MachineProfile
+from labtools.lab.calibration import CALIBRATION_DELAY_MS
+from labtools.lab.machine_watch import WATCH_PERCENTILE, lateness_ms
+from labtools.model.expect import htb_burst_ms
+from labtools.tools.parsers import parse
+from tests.conftest import FIXTURES
+
+CAPTURE = (FIXTURES / "ping" / "watch_delayed_link.txt").read_text()
+CALIBRATED = MachineProfile(0.1, 0.2, 80.0, "vm-tcg")
+
+
+def test_lateness_is_the_percentile_of_what_a_crossing_took_beyond_its_delay():
+    rtts = sorted(parse("ping", CAPTURE).rows.column("rtt_ms"))
+    sample = rtts[int(WATCH_PERCENTILE * len(rtts))]
+    assert lateness_ms(CAPTURE) == pytest.approx((sample - 2 * CALIBRATION_DELAY_MS) / 2,
+                                                abs=1e-3)
+    assert 0 < lateness_ms(CAPTURE) < sample
+
+
+def test_too_few_replies_say_nothing():
+    few = "\n".join(CAPTURE.splitlines()[:5])  # the header and four replies
+    assert lateness_ms(few) is None
+
+
+def test_htb_bursts_last_15_kib():
+    assert htb_burst_ms(30) == pytest.approx(15 * 1024 * 8 / 30e3)
+
+
+def test_a_low_rate_with_timers_later_than_the_burst_is_the_machines():
+    """iperf3 at 24 % of L2's ceiling while the timers were 11 ms late (the lab VM on a busy
+    host): HTB's burst lasts 4.1 ms at 30 Mbit/s, so the link could not run at its rate."""
+    busy = CALIBRATED.during(11.0, 30.0)
+    row = verdicts.rate_verdict(6.97, 28.69, machine=busy)
+    assert row.verdict == "inconclusive" and "11.0 ms late" in row.reason
+    quiet = CALIBRATED.during(0.4, 30.0)
+    assert verdicts.rate_verdict(6.97, 28.69, machine=quiet).verdict == "suspicious"
+    assert CALIBRATED.timers_limit() is None  # nothing measured during a run
+
+
+def test_an_rtt_above_the_bound_within_the_machines_lateness_is_inconclusive():
+    row = verdicts.rtt_bound_verdict(100.0, 90.66, 0.5, late_allowance_ms=20.0)
+    assert row.verdict == "inconclusive" and "late timers" in row.reason
+    assert verdicts.rtt_bound_verdict(150.0, 90.66, 0.5, late_allowance_ms=20.0).verdict == \
+        "suspicious"
