@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from labtools.model.catalog import load_topology
+from labtools.model.catalog import from_dict, load_topology
 from labtools.model.expect import expect_pair, tcp_goodput_ceiling_mbps
 from labtools.model.fairness import max_min_shares, parse_flows
 from labtools.results.store import ResultStore
@@ -144,7 +144,11 @@ def test_the_calibrations_are_the_recorded_ones(data):
 
 def test_a_machine_too_slow_for_the_lab_is_named(tmp_path):
     """A derived file: student1's with its calibrations edited to a machine forwarding
-    50 Mbit/s (the portfolio's links carry 91 at once: it measured itself)."""
+    50 Mbit/s: too slow where the lab's links carry more at once than it forwards (with the
+    kit's headroom), as the portfolio's do."""
+    from labtools.judge.policy import CAPACITY_HEADROOM
+    from labtools.model.scaling import peak_load_mbps
+
     slow = tmp_path / "slow.sqlite"
     shutil.copy(RECORDED, slow)
     con = sqlite3.connect(slow)
@@ -154,12 +158,17 @@ def test_a_machine_too_slow_for_the_lab_is_named(tmp_path):
     con.close()
     folder = make_class(tmp_path / "course", {"student1": slow}, listing="")
     data, written, lines = make_report(folder, tmp_path / "out")
-    portfolio = data.calibrations[data.calibrations["case"] != "pitfalls"]
-    assert portfolio["too_slow"].all()
-    assert not data.calibrations[data.calibrations["case"] == "pitfalls"]["too_slow"].any()
+    store = ResultStore(slow, create=False)
+    for row in data.calibrations.itertuples():
+        recorded = store.runs(case=row.case)["topology_json"].iloc[-1]
+        load = peak_load_mbps(from_dict(json.loads(recorded)))
+        assert row.peak_load_mbps == load and row.too_slow == (50 * CAPACITY_HEADROOM < load)
+    portfolio = peak_load_mbps(load_topology(f"portfolio,variant={RECORDED_VARIANT}"))
+    assert portfolio > 50 and data.calibrations["too_slow"].any()
     text = "\n".join(lines)
     assert "too slow for a lab's links: 1" in text
-    assert "student1 (labs): vm-tcg forwards 50 Mbit/s, the links carry 91 at once" in text
+    assert "student1 (labs): " in text and (f" forwards 50 Mbit/s, the links carry "
+                                            f"{portfolio:.0f} at once: intro") in text
 
 
 def test_the_report_writes_tables_plots_and_a_summary(submitted, tmp_path):
@@ -186,7 +195,13 @@ def test_the_report_writes_tables_plots_and_a_summary(submitted, tmp_path):
         part = own[own["case"] == lab]
         share = 100 * (part["verdict"] == "inconclusive").mean()
         assert f"  {lab}: 2 student(s); inconclusive {share:.0f}% of {len(part)} judged" in text
-    assert (tmp_path / "report" / "submissions.csv").read_text().count("\n") == len(CLASS) + 1
+    subs = pd.read_csv(tmp_path / "report" / "submissions.csv").set_index("student")
+    assert list(subs.index) == list(CLASS)
+    for student in OWN:
+        verdicts = data.measurements[data.measurements["student"] == student]["verdict"]
+        assert subs.loc[student, "judged"] == len(verdicts) > 0
+        assert subs.loc[student, "inconclusive_pct"] == pytest.approx(
+            100 * (verdicts == "inconclusive").mean(), abs=0.05)
 
 
 def test_the_command_line(tmp_path):
@@ -198,6 +213,7 @@ def test_the_command_line(tmp_path):
     assert (tmp_path / "course" / "class-report" / "lab-path.png").is_file()
     for args, reason in (([str(tmp_path / "none")], "is not a folder"),
                          ([str(tmp_path / "course" / "class-report")], "no submissions in"),
+                         ([str(tmp_path / "course")], "is a course folder: give its"),
                          ([str(submitted), "--variants", str(tmp_path / "x.csv")],
                           "no such file")):
         bad = run_cli(["class-report", *args, "--out", str(tmp_path / "o")])

@@ -90,11 +90,15 @@ def find_submissions(folder: Path) -> List[Tuple[str, str, Path]]:
     """``(student, assignment, folder)`` of every ``FOLDER/STUDENT/ASSIGNMENT`` folder.
 
     Raises:
-        InputError: ``folder`` is not a folder, or holds no submission folders.
+        InputError: ``folder`` is not a folder, is the course folder itself, or holds no
+            submission folders.
     """
     if not folder.is_dir():
         raise InputError(f"{folder} is not a folder: give nbgrader's submitted/ or "
                          "autograded/ folder")
+    if (folder / "nbgrader_config.py").is_file() or (folder / "submitted").is_dir():
+        raise InputError(f"{folder} is a course folder: give its submitted/ or autograded/ "
+                         "folder")
     found = [(student.name, assignment.name, assignment)
              for student in sorted(folder.iterdir()) if _visible_dir(student)
              for assignment in sorted(student.iterdir()) if _visible_dir(assignment)]

@@ -35,7 +35,8 @@ from labtools.teach.class_data import ClassData, collect
 #: the default output folder, in the course folder (beside submitted/ and autograded/)
 OUTPUT_FOLDER = "class-report"
 SUBMISSION_COLUMNS = ["student", "assignment", "variant", "variant_from", "results",
-                      "runs", "recorded_variants", "not_their_own", "note"]
+                      "runs", "recorded_variants", "judged", "inconclusive_pct",
+                      "not_their_own", "note"]
 PNG_DPI = 150
 
 
@@ -45,16 +46,23 @@ def default_output(folder: Path) -> Path:
 
 
 def submissions_table(data: ClassData) -> pd.DataFrame:
-    """One row per submission (:data:`SUBMISSION_COLUMNS`); ``not_their_own`` holds the
-    first reason grading gives, prefixed by how many notebooks have one."""
+    """One row per submission (:data:`SUBMISSION_COLUMNS`): ``judged`` numbers and the
+    share of them inconclusive (%); ``not_their_own`` holds the first reason grading
+    gives, prefixed by how many notebooks have one."""
     rows = []
+    table = data.measurements
     for sub in data.submissions:
         reasons = list(sub.problems.values())
+        verdicts = table[(table["student"] == sub.student) &
+                         (table["assignment"] == sub.assignment)]["verdict"]
         rows.append({
             "student": sub.student, "assignment": sub.assignment,
             "variant": sub.binding.variant, "variant_from": sub.binding.source,
             "results": str(sub.results) if sub.results else "", "runs": sub.runs,
             "recorded_variants": " ".join(sorted(v or "(none)" for v in sub.recorded_variants)),
+            "judged": len(verdicts),
+            "inconclusive_pct": (round(100.0 * float((verdicts == "inconclusive").mean()), 1)
+                                 if len(verdicts) else None),
             "not_their_own": (f"{len(reasons)} notebook(s): {reasons[0]}" if reasons else ""),
             "note": sub.note})
     return pd.DataFrame(rows, columns=SUBMISSION_COLUMNS)
