@@ -34,8 +34,10 @@ python3 -c 'import ensurepip' 2>/dev/null || missing+=(python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then
     say "installing ${missing[*]} (Debian's packages)"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    apt-get update -qq -o DPkg::Lock::Timeout=600
+    # (waits for another apt to finish rather than failing)
+    apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=600 \
+        "${missing[@]}" >/dev/null
 fi
 # Debian's configurable-http-proxy finds its modules in /usr/share/nodejs, which a Node.js
 # from elsewhere (nodesource) does not search

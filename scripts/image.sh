@@ -49,8 +49,10 @@ command -v debootstrap >/dev/null || missing+=(debootstrap)
 if [ ${#missing[@]} -gt 0 ]; then
     say "installing ${missing[*]} (Debian's packages)"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    apt-get update -qq -o DPkg::Lock::Timeout=600
+    # (waits for another apt to finish rather than failing)
+    apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=600 \
+        "${missing[@]}" >/dev/null
 fi
 # Debian's docker command (another one earlier in PATH may speak a newer dialect)
 docker=${DOCKER:-/usr/bin/docker}

@@ -8,8 +8,11 @@
 #     during stages 1-2, it needs no CPU of its own most of the time: downloads);
 #  4. real-network tests (marker `network`), the solution notebooks among them: natively
 #     where this kernel can emulate links, otherwise inside the lab VM (labtools vm);
-#  5. the browser test: `make lab`'s JupyterLab in headless Chromium (marker `browser`).
-# LABTOOLS_SKIP="system browser" leaves stages out (say so in what you report).
+#  5. the browser test: `make lab`'s JupyterLab in headless Chromium (marker `browser`);
+#  6. the course hub (marker `hub`): the lab image (built in the background during stages
+#     1-2: mostly downloads), JupyterHub with students and an instructor in headless
+#     Chromium, run while the provisioning check finishes; the Kubernetes pod checks.
+# LABTOOLS_SKIP="system browser hub" leaves stages out (say so in what you report).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$here"
@@ -21,6 +24,7 @@ t_all=$(date +%s)
 stage_start() { echo "== $1 =="; t_stage=$(date +%s); stage_name=$1; }
 stage_end() { timings+=("$(printf '%5d s  %s' $(( $(date +%s) - t_stage )) "$stage_name")"); }
 provision_pid=""
+hub_prep_pid=""
 report() {
     # a stage that failed leaves no provisioning check running behind it (its VM, its
     # debootstrap): the whole process group of the background check is stopped
@@ -28,6 +32,12 @@ report() {
         echo "== stopping the provisioning check still running in the background =="
         kill -TERM -- "-$provision_pid" 2>/dev/null || kill -TERM "$provision_pid" 2>/dev/null || true
         wait "$provision_pid" 2>/dev/null || true
+    fi
+    # nor the hub's image build (its Docker daemon stops and the firewall is put back)
+    if [ -n "$hub_prep_pid" ] && kill -0 "$hub_prep_pid" 2>/dev/null; then
+        echo "== stopping the hub's image build still running in the background =="
+        kill -TERM "$hub_prep_pid" 2>/dev/null || true
+        wait "$hub_prep_pid" 2>/dev/null || true
     fi
     echo "== time per stage =="
     printf '%s\n' "${timings[@]}"
@@ -50,18 +60,39 @@ if [[ "$skip" != *" system "* ]]; then
     set +m
 fi
 
+if [[ "$skip" != *" hub "* ]]; then
+    echo "== the course hub's packages and lab image: started in the background =="
+    t_hub_prep=$(date +%s)
+    mkdir -p results/hub
+    $py tests/hub_machine.py prepare results/hub > results/hub/prepare.out 2>&1 &
+    hub_prep_pid=$!
+fi
+
 stage_start "lint and types (ruff, mypy)"
-"$venv/bin/ruff" check labtools tests benchmarks topologies solutions
+"$venv/bin/ruff" check labtools tests benchmarks topologies solutions deploy
 "$venv/bin/mypy"
 stage_end
 
 stage_start "unit tests"
-$py -m pytest -q -m "not network and not vm and not grading and not system and not browser" "$@"
+$py -m pytest -q -m "not network and not vm and not grading and not system and not browser and not hub" "$@"
 stage_end
 
 stage_start "grading with the real nbgrader (release, autograde, feedback, export)"
 $py -m pytest -q -m grading tests/test_grading.py
 stage_end
+
+if [ -n "$hub_prep_pid" ]; then
+    stage_start "the course hub: JupyterHub, an instructor and two students in Chromium; Kubernetes pods"
+    status=0
+    wait "$hub_prep_pid" || status=$?
+    hub_prep_pid=""
+    cat results/hub/prepare.out
+    timings+=("$(printf '%5d s  %s' $(( $(date +%s) - t_hub_prep )) \
+        "the hub's packages and lab image (in the background from the start)")")
+    [ "$status" = 0 ] || { tail -30 results/hub/prepare.log; exit "$status"; }
+    $py -m pytest -q -s -m hub tests/test_hub.py tests/test_k8s.py
+    stage_end
+fi
 
 if [ -n "$provision_pid" ]; then
     stage_start "provisioning of the lab VM under systemd (waiting for it)"

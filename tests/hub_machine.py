@@ -264,3 +264,45 @@ class Hub:
     def __exit__(self, *exc: Any) -> None:
         self.stop()
         self.purge()
+
+
+def prepare(log_dir: Path) -> int:
+    """What the hub's tests need, made ahead (`make test` runs this in the background while
+    other stages run): Debian's docker.io, configurable-http-proxy and the hub's venv
+    (scripts/hub.sh --check with the example settings), and the lab image (a Docker daemon
+    started for the build, then stopped, the machine put back). Exit status 0 when all is
+    ready; seconds per step in prepare.json."""
+    import sys
+
+    # stopped by `make test` when another stage failed: the daemon stops, the firewall
+    # is put back (the ``with`` below unwinds)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    log_dir.mkdir(parents=True, exist_ok=True)
+    took: Dict[str, float] = {}
+    began = time.monotonic()
+    with open(log_dir / "prepare.log", "ab") as log:
+        checked = subprocess.run(["bash", str(ROOT / "scripts" / "hub.sh"),
+                                  str(ROOT / "deploy" / "hub" / "course.example.toml"),
+                                  "--check"], stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+        took["packages_and_venv_s"] = round(time.monotonic() - began, 1)
+        if checked.returncode != 0:
+            return checked.returncode
+        began = time.monotonic()
+        with DockerDaemon(log_dir / "dockerd.log"):
+            took["docker_daemon_s"] = round(time.monotonic() - began, 1)
+            began = time.monotonic()
+            built = subprocess.run(["bash", str(ROOT / "scripts" / "image.sh")], stdout=log,
+                                   stderr=subprocess.STDOUT, cwd=ROOT)
+            took["image_build_s"] = round(time.monotonic() - began, 1)
+    (log_dir / "prepare.json").write_text(json.dumps(took, indent=2) + "\n")
+    print(json.dumps(took))
+    return built.returncode
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:2] != ["prepare"] or len(sys.argv) != 3:
+        print("usage: python tests/hub_machine.py prepare LOG_DIR", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(prepare(Path(sys.argv[2])))
