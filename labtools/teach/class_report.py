@@ -129,9 +129,9 @@ def summary_lines(data: ClassData) -> List[str]:
     if foreign:
         lines.append("not measured on their own network (their measured checks fail):")
         for s in foreign:
-            first = next(iter(s.problems.values())).split(": ", 1)[-1]
-            lines.append(f"  {s.student} ({s.assignment}): {len(s.problems)} notebook(s): "
-                         f"{first}")
+            case, reason = next(iter(s.problems.items()))
+            lines.append(f"  {s.student} ({s.assignment}): {len(s.problems)} notebook(s) "
+                         f"({', '.join(s.problems)}); {case}: {reason.split(': ', 1)[-1]}")
     lines += _copy_lines(data)
     lines += _machine_lines(data)
     lines += _lab_lines(data)
