@@ -66,8 +66,10 @@ Real output breaks in known ways; the parser copes:
 
 Text without any complete iperf3 JSON object raises :class:`ParseError` (tool ``iperf3``),
 and so does an object with a value iperf3 never writes: text or true/false where a number
-goes, a negative or infinite rate, time or size, an interval that ends before it starts,
-a list where an object goes (the error names the field, e.g. ``end.sum_sent.bytes``).
+goes, a negative or infinite rate, time or size, an interval that ends before it starts
+(unless the test ran with ``-O``: iperf3 restarts its clock when that period ends, and the
+interval it ended in starts at 0 on the new clock), a list where an object goes (the error
+names the field, e.g. ``end.sum_sent.bytes``).
 """
 
 from __future__ import annotations
@@ -212,7 +214,8 @@ def _json_objects(text: str) -> Tuple[List[Dict[str, Any]], str]:
     return found, problem
 
 
-def _row(source: str, side_default: str, idx: int, item: Any, where: str) -> Dict[str, Any]:
+def _row(source: str, side_default: str, idx: int, item: Any, where: str,
+         omits: bool = False) -> Dict[str, Any]:
     item = _obj(item, where)
     sender = _flag(item, "sender", where)
     side = side_default if sender is None else ("sender" if sender else "receiver")
@@ -220,6 +223,11 @@ def _row(source: str, side_default: str, idx: int, item: Any, where: str) -> Dic
     size = _int(item, "bytes", where)
     if size is None:
         raise ParseError(TOOL, f"{where}.bytes is missing")
+    if end < start and omits:
+        # the -O period ended inside this interval: iperf3 zeroed its counters and restarted
+        # its clock there, so the interval holds the bytes from 0 on the new clock to its
+        # end (tests/fixtures/iperf3/tcp_omit_straddle.json)
+        start = 0.0
     if end < start:
         raise ParseError(TOOL, f"{where} ends ({end:g} s) before it starts ({start:g} s)")
     rate = _mbps(item, where)
@@ -241,7 +249,7 @@ def _row(source: str, side_default: str, idx: int, item: Any, where: str) -> Dic
 
 
 def _interval_rows(intervals: List[Any], source: str, side_default: str,
-                   where: str) -> Tuple[List[Dict[str, Any]], int]:
+                   where: str, omits: bool = False) -> Tuple[List[Dict[str, Any]], int]:
     """Rows of one ``intervals`` list and how many repeated intervals were dropped."""
     rows: List[Dict[str, Any]] = []
     seen = set()
@@ -256,23 +264,37 @@ def _interval_rows(intervals: List[Any], source: str, side_default: str,
         seen.add(key)
         streams = _list(interval.get("streams"), f"{here}.streams")
         for idx, stream in enumerate(streams, start=1):
-            rows.append(_row(source, side_default, idx, stream, f"{here}.streams[{idx - 1}]"))
+            rows.append(_row(source, side_default, idx, stream, f"{here}.streams[{idx - 1}]",
+                             omits))
         for part in ("sum", "sum_bidir_reverse"):
             if interval.get(part) is not None:
-                rows.append(_row(source, side_default, -1, interval[part], f"{here}.{part}"))
+                rows.append(_row(source, side_default, -1, interval[part], f"{here}.{part}",
+                                 omits))
     return rows, dropped
 
 
-def _table(doc: Dict[str, Any], reverse: bool) -> Tuple[Rows, int]:
+def _omits(doc: Dict[str, Any], test: Dict[str, Any]) -> bool:
+    """Whether the test ran with ``-O`` (``test_start.omit`` is whole seconds: -O 0.5 says
+    0; an interval marked omitted says it too)."""
+    if _num(test, "omit", "start.test_start"):
+        return True
+    intervals = doc.get("intervals") if isinstance(doc.get("intervals"), list) else []
+    return any(isinstance(i, dict) and isinstance(i.get("sum"), dict)
+               and i["sum"].get("omitted") is True for i in intervals)
+
+
+def _table(doc: Dict[str, Any], reverse: bool, omits: bool = False) -> Tuple[Rows, int]:
+    """The rows of the client's and the server's intervals; ``omits``: the test ran with
+    ``-O`` (its clock restarts when that period ends)."""
     client_side = "receiver" if reverse else "sender"
     server_side = "sender" if reverse else "receiver"
     rows, dropped = _interval_rows(_list(doc.get("intervals"), "intervals"), "client",
-                                   client_side, "intervals")
+                                   client_side, "intervals", omits)
     if doc.get("server_output_json") is not None:
         server = _obj(doc["server_output_json"], "server_output_json")
         where = "server_output_json.intervals"
         more, more_dropped = _interval_rows(_list(server.get("intervals"), where), "server",
-                                            server_side, where)
+                                            server_side, where, omits)
         rows += more
         dropped += more_dropped
     return Rows.of(COLUMNS, DTYPES, rows), dropped
@@ -375,7 +397,7 @@ def _parse_document(doc: Dict[str, Any], found: int, error: Optional[str],
     protocol = (_text(test, "protocol", "start.test_start")
                 or ("UDP" if "sum" in sums else "TCP")).upper()
     version = (_text(start, "version", "start") or "").replace("iperf", "").strip() or None
-    rows, dropped = _table(doc, reverse)
+    rows, dropped = _table(doc, reverse, _omits(doc, test))
     connected = _list(start.get("connected"), "start.connected")
     streams = _int(test, "num_streams", "start.test_start") or len(connected)
     summary: Dict[str, Any] = {"protocol": protocol, "streams": streams, "reverse": reverse,
