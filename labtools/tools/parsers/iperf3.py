@@ -278,7 +278,8 @@ def _omits(doc: Dict[str, Any], test: Dict[str, Any]) -> bool:
     0; an interval marked omitted says it too)."""
     if _num(test, "omit", "start.test_start"):
         return True
-    intervals = doc.get("intervals") if isinstance(doc.get("intervals"), list) else []
+    found = doc.get("intervals")
+    intervals: List[Any] = found if isinstance(found, list) else []
     return any(isinstance(i, dict) and isinstance(i.get("sum"), dict)
                and i["sum"].get("omitted") is True for i in intervals)
 
