@@ -1,8 +1,8 @@
 """The lab VM's provisioning under a real systemd, as `vagrant up` runs it.
 
 A fresh Debian 12 system (debootstrap from Debian's packages: systemd, Debian's kernel, a
-``vagrant`` user; :mod:`labtools.system.images`) boots under QEMU with systemd as its first
-process (:mod:`labtools.system.sysboot`). The repository is shared where Vagrant's synced
+``vagrant`` user; :mod:`tests.system_images`) boots under QEMU with systemd as its first
+process (:mod:`tests.system_boot`). The repository is shared where Vagrant's synced
 folder is, and the port the Vagrantfile forwards is forwarded from the host's 127.0.0.1
 (to a port other than 8888, as ``LAB_PORT=8899 vagrant up`` does). In it, the Vagrantfile's
 own provisioning command runs with the Vagrantfile's environment (tests/system/*.sh),
@@ -10,7 +10,7 @@ twice; then the system restarts. The checks below read what it saw and what the 
 
 Marker ``system``: minutes (building the image the first time, provisioning under software
 emulation). ``LABTOOLS_SYSTEM=ubuntu-24.04`` checks another system of
-:data:`labtools.system.images.RECIPES`. Logs stay under results/provisioning/.
+:data:`tests.system_images.RECIPES`. Logs stay under results/provisioning/.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from typing import Callable, Dict
 
 import pytest
 
-from labtools.system import images, sysboot
+from tests import system_boot as sysboot
+from tests import system_images as images
 
 pytestmark = [pytest.mark.system]
 

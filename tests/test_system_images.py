@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from labtools.errors import InputError
-from labtools.system import images, sysboot
+from tests import system_boot as sysboot
+from tests import system_images as images
 from tests.test_provisioning import VAGRANTFILE, vagrant_provisioner
 
 

@@ -162,11 +162,6 @@ class Durations:
         """Warm-up left out of a ``tcp_s`` run."""
         return warmup_s(self.tcp_s)
 
-    @property
-    def sharing_warmup_s(self) -> float:
-        """Warm-up left out of a ``sharing_s`` run."""
-        return warmup_s(self.sharing_s)
-
 
 FULL = Durations(tcp_s=10, sharing_s=10, udp_s=10, capacity_step_s=4, refine_steps=3,
                  ping_count=100, name="full", repeat=3)

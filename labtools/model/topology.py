@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from labtools.errors import TopologyError, UnknownNodeError
 from labtools.model import limits
@@ -196,12 +196,6 @@ class Topology:
         if index is None:
             raise UnknownNodeError(f"link {link.label} is not a link of {node!r}")
         return f"{node}-eth{index}"
-
-    def iter_endpoints(self) -> Iterator[Tuple[Link, str]]:
-        """Every (link, node) pair, in definition order."""
-        for link in self.links:
-            yield link, link.a
-            yield link, link.b
 
 
 def validate(topo: Topology) -> None:

@@ -18,7 +18,6 @@ import math
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Union
 
-from labtools.errors import InputError
 from labtools.tools.rows import Rows
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -98,16 +97,6 @@ class UdpSummary:
 
 
 Summary = Union[RttSummary, RateSummary, UdpSummary]
-#: ``kind`` -> summary class (to rebuild a summary from its JSON form)
-SUMMARY_KINDS = {"rtt": RttSummary, "tcp": RateSummary, "udp": UdpSummary}
-
-
-def summary_from_dict(data: Dict[str, Any]) -> Summary:
-    """A summary from its :meth:`as_dict` form."""
-    cls = SUMMARY_KINDS.get(str(data.get("kind")))
-    if cls is None:
-        raise InputError(f"unknown summary kind {data.get('kind')!r}")
-    return cls(**data)
 
 
 def _num(value: Any) -> Optional[float]:

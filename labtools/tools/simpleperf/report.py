@@ -56,11 +56,6 @@ class HeldRows:
 SLIVER_FRACTION = 0.1
 
 
-def is_sliver(start_s: float, end_s: float, interval_s: float) -> bool:
-    """True for a last interval too short to give a rate (see :data:`SLIVER_FRACTION`)."""
-    return interval_s > 0 and end_s - start_s < SLIVER_FRACTION * interval_s
-
-
 def mbps(nbytes: int, seconds: float) -> Optional[float]:
     """Rate in Mbit/s (10^6 bit/s) of ``nbytes`` in ``seconds``; None if no time passed."""
     if seconds <= 0:

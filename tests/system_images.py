@@ -5,7 +5,7 @@ the JupyterLab service that ``scripts/setup.sh --service`` installs. To check th
 where Vagrant cannot run, this module makes such a system from the distribution's own
 packages: ``debootstrap`` a minimal root file system with systemd, the distribution's
 kernel and a ``vagrant`` user (as Vagrant boxes have), then pack it into an ext4 disk image
-that :mod:`labtools.system.sysboot` boots under QEMU with systemd as the first process.
+that :mod:`tests.system_boot` boots under QEMU with systemd as the first process.
 
 The pristine image is cached per recipe (``/var/cache/labtools/images`` or
 ``$LABTOOLS_IMAGE_CACHE``): it is never booted, each check boots a copy, so the cache

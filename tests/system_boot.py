@@ -1,12 +1,12 @@
 """Boot a whole system image under QEMU with systemd as its first process.
 
 Unlike the VM runner (:mod:`labtools.system.vm`, which boots the host's own files for one
-command), this boots a separate system from :mod:`labtools.system.images`: its own disk,
+command), this boots a separate system from :mod:`tests.system_images`: its own disk,
 kernel and initrd, systemd as init, user networking with ports forwarded from the host's
 127.0.0.1 only (as Vagrant forwards them), and two 9p shares: the repository where
 Vagrant's synced folder would be, and a control folder the host and the system talk
 through. The system runs the control folder's stage script once it is up (see
-:func:`labtools.system.images.system_files`); the script ends by powering off or
+:func:`tests.system_images.system_files`); the script ends by powering off or
 rebooting, and QEMU exits either way.
 
 Stages: :func:`qemu_args` is pure; :func:`boot` runs QEMU and waits.
@@ -22,7 +22,7 @@ from typing import Callable, List, Optional, Tuple
 
 from labtools.errors import InputError, VMError
 from labtools.system import capabilities as caps
-from labtools.system.images import CONTROL_TAG, REPO_TAG
+from tests.system_images import CONTROL_TAG, REPO_TAG
 
 #: kernel options: the disk is the root, the serial line is the console, no predictable
 #: network names surprise (the .network file matches en* and eth*)
