@@ -1,0 +1,194 @@
+"""Running a student's own simpleperf (lab 7) for real: on loopback against itself and
+against the kit's simpleperf, and by hand on a lab's hosts.
+
+The student's program is a folder with ``__main__.py`` (``mysimpleperf/``) or a file,
+started as the kit starts it (:func:`labtools.lab.own_simpleperf.program_argv`). On
+loopback (127.0.0.1, a free port each time) :class:`Server` runs a server for a ``with``
+block (the student's, :func:`student_server`, or the kit's printing JSON,
+:func:`kit_server`) and :func:`student_client` / :func:`kit_client` run a client to its
+end. Everything has a time-out: a run that cannot go on (a server that stops at once or
+never listens, a client that hangs) raises an :class:`AssertionError` with one readable
+line, like :func:`labtools.teach.notebook.check_network`, and leaves no process behind.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shlex
+import signal
+import socket
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable, List, Optional, Union
+
+from labtools.lab.own_simpleperf import Program, program_argv
+from labtools.lab.processes import last_line, listening, wait_output
+from labtools.tools import args as toolargs
+
+#: seconds a client run on loopback may take (its transfer lasts a second or two)
+CLIENT_TIMEOUT_S = 20.0
+#: seconds a server gets to listen (a Python start takes seconds under software emulation)
+SERVER_READY_S = 15.0
+#: seconds a server gets to exit after Ctrl-C (SIGINT) before it is killed
+SERVER_STOP_S = 3.0
+#: seconds between checks while a server starts
+SERVER_POLL_S = 0.05
+#: seconds a client run by hand on a lab's host may take
+BY_HAND_TIMEOUT_S = 120.0
+LOOPBACK = "127.0.0.1"
+
+
+@dataclass
+class Finished:
+    """A program that ran to its end: its command, exit status and output."""
+
+    argv: List[str]
+    status: int
+    out: str
+    err: str
+
+    def why(self) -> str:
+        """How it ended, in one line: the exit status and its last words."""
+        said = last_line(self.err) or last_line(self.out) or "nothing"
+        return f"exit status {self.status}; last line: {said}"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind((LOOPBACK, 0))
+        return int(sock.getsockname()[1])
+
+
+def _text(data: Union[str, bytes, None]) -> str:
+    return data.decode(errors="replace") if isinstance(data, bytes) else data or ""
+
+
+def run(argv: List[str], who: str, timeout_s: Optional[float] = None) -> Finished:
+    """Run ``argv`` to its end. :class:`AssertionError` naming ``who`` when it takes longer
+    than ``timeout_s`` seconds (default :data:`CLIENT_TIMEOUT_S`; it is killed)."""
+    timeout_s = CLIENT_TIMEOUT_S if timeout_s is None else timeout_s
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, errors="replace",
+                              timeout=timeout_s, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as late:
+        said = last_line(_text(late.stdout)) or "nothing"
+        raise AssertionError(f"{who} did not finish within {timeout_s:g} s (is it waiting "
+                             f"for the other side?); its last line: {said}") from None
+    return Finished(argv, done.returncode, done.stdout, done.stderr)
+
+
+class Server:
+    """A server on 127.0.0.1 for a ``with`` block: started at once, awaited until it
+    listens when the block starts, stopped with Ctrl-C (SIGINT; killed after
+    :data:`SERVER_STOP_S`) when it ends. ``output``: what it printed, stdout and stderr.
+
+    Args:
+        argv_for: the server's command for a port.
+        who: how the messages name it (``your server``).
+    """
+
+    def __init__(self, argv_for: Callable[[int], List[str]], who: str) -> None:
+        self.port = free_port()
+        self.argv = argv_for(self.port)
+        self.who = who
+        self._lines: List[str] = []
+        self._proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                      text=True, errors="replace")
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self._proc.stdout or ():
+            self._lines.append(line)
+
+    @property
+    def output(self) -> str:
+        """What the server printed so far."""
+        return "".join(self._lines)
+
+    def __enter__(self) -> "Server":
+        deadline = time.monotonic() + SERVER_READY_S
+        while not listening(self._proc.pid, self.port):
+            if self._proc.poll() is not None:
+                self._reader.join(timeout=SERVER_STOP_S)
+                raise AssertionError(f"{self.who} stopped at once (exit status "
+                                     f"{self._proc.returncode}); its last line: "
+                                     f"{last_line(self.output) or 'nothing'}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise AssertionError(f"{self.who} did not listen on port {self.port} "
+                                     f"within {SERVER_READY_S:g} s")
+            time.sleep(SERVER_POLL_S)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> str:
+        """Stop the server (Ctrl-C, then kill); everything it printed."""
+        if self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGINT)
+            try:
+                self._proc.wait(timeout=SERVER_STOP_S)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        self._reader.join(timeout=SERVER_STOP_S)
+        return self.output
+
+
+def student_server(program: Program, *args: str) -> Server:
+    """The student's server on 127.0.0.1 (``args``: more options, e.g. ``"-f", "B"``)."""
+    return Server(lambda port: [*program_argv(program), "-s", "-b", LOOPBACK,
+                                "-p", str(port), *args], "your server")
+
+
+def kit_server() -> Server:
+    """The kit's simpleperf server on 127.0.0.1, printing JSON."""
+    return Server(lambda port: toolargs.simpleperf_server_args(LOOPBACK, port),
+                  "the kit's simpleperf server")
+
+
+def student_client(program: Program, port: int, *args: str) -> Finished:
+    """The student's client against 127.0.0.1:``port`` with ``args``, run to its end."""
+    return run([*program_argv(program), "-c", "-I", LOOPBACK, "-p", str(port), *args],
+               "your client")
+
+
+def kit_client(port: int, *args: str) -> Finished:
+    """The kit's simpleperf client against 127.0.0.1:``port``, printing JSON."""
+    return run([*toolargs.SIMPLEPERF, "-c", "-I", LOOPBACK, "-p", str(port), *args,
+                "--json"], "the kit's simpleperf client")
+
+
+def load_module(path: Union[str, Path]) -> ModuleType:
+    """A module of the student's program imported afresh from its file (an edited file is
+    read again, nothing is cached)."""
+    path = Path(path)
+    spec = importlib.util.spec_from_file_location(f"student_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise AssertionError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def by_hand(lab: Any, server_host: str, server_cmd: List[str], client_host: str,
+            client_cmd: List[str], port: int = 8088) -> str:
+    """What a student sees who types ``server_cmd`` in a terminal on ``server_host`` and,
+    once the server listens on ``port``, ``client_cmd`` on ``client_host``: each command
+    after its host's prompt, then what it printed (the server is stopped after the
+    client). A lab replaying its measurements (grading) runs nothing and says so."""
+    if lab.replaying:
+        return "grading: nothing runs on the hosts (this step is not graded)"
+    with lab.server(server_host, server_cmd, port) as proc:
+        client_out = lab.run(client_host, client_cmd, BY_HAND_TIMEOUT_S)
+    server_out = wait_output(proc, server_cmd, server_host, BY_HAND_TIMEOUT_S)
+    return (f"{server_host}$ {shlex.join(server_cmd)}\n{server_out.rstrip()}\n\n"
+            f"{client_host}$ {shlex.join(client_cmd)}\n{client_out.rstrip()}\n")
