@@ -31,8 +31,8 @@ PORT = 5701
 
 def one_network() -> Dict[str, List[float]]:
     """Every naive figure once, as ratios to the expected values, on one fresh network."""
-    from labtools.lab.cases import derive_plan
     from labtools.lab.session import LabSession
+    from labtools.model.cases import derive_plan
     from labtools.model.catalog import load_cases
     from labtools.tools.parsers import parse
 

@@ -47,7 +47,7 @@ def test_expect_flows_json():
 
 
 def test_expect_overview_covers_the_five_cases(portfolio):
-    from labtools.lab.cases import derive_plan
+    from labtools.model.cases import derive_plan
     from labtools.model.catalog import load_cases
     from labtools.model.fairness import max_min_shares, parse_flows
 
@@ -124,7 +124,7 @@ def test_parse_simpleperf_of_another_destination_is_refused():
 def test_derived_plans_share_a_bottleneck_between_disjoint_pairs(spec):
     """Without CASES in the topology file, mux uses flows with no host in common, and
     more than one of them wherever the topology has two disjoint host pairs."""
-    from labtools.lab.cases import derive_plan
+    from labtools.model.cases import derive_plan
     from labtools.model.fairness import parse_flows
 
     topo = load_topology(spec)

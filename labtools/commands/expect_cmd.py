@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _overview(topo: Any, spec: str) -> Dict[str, Any]:
     """Expected values for every pair and flow set the five test cases use."""
-    from labtools.lab.cases import derive_plan
+    from labtools.model.cases import derive_plan
     from labtools.model.catalog import load_cases
     from labtools.model.expect import expect_pair
 

@@ -44,7 +44,8 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the case(s) here, or in the VM when this kernel cannot."""
-    from labtools.lab.cases import CASE_NAMES, derive_plan
+    from labtools.lab.cases import CASE_NAMES
+    from labtools.model.cases import derive_plan
     from labtools.model.catalog import load_cases, load_topology
     from labtools.results.store import ResultStore
     from labtools.system.capabilities import native_network_ok
