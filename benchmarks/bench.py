@@ -7,7 +7,9 @@
 4. scale: star and tree networks of 10 to 1000 hosts, natively (``scale``) and in the VM
    (``scale-vm``; benchmarks/scale.py);
 5. tool overhead: simpleperf against iperf3 (benchmarks/simpleperf_vs_iperf3.py);
-6. the machine's own calibration (what the lab measured at its last start).
+6. a class (``class``): students' labs at once natively in user namespaces, the course hub's
+   spawns, and what a class of 100 needs (benchmarks/classroom.py);
+7. the machine's own calibration (what the lab measured at its last start).
 
 Parts that need netem run inside the lab VM when this kernel has none (`labtools vm`).
 Takes about an hour under software emulation; ``--repeat 1`` for a quick look (spreads
@@ -31,7 +33,7 @@ from common import RESULTS, ROOT, machine_info, say, spread, write_json
 
 PY = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").is_dir() else sys.executable
 LABTOOLS = str(Path(PY).parent / "labtools")
-PARTS = ("naive", "startup", "demo", "scale", "scale-vm", "overhead")
+PARTS = ("naive", "startup", "demo", "scale", "scale-vm", "overhead", "class")
 VM_MEMORY = "6G"  # 1000 hosts, each a shell in its own namespace
 
 
@@ -166,10 +168,17 @@ def part_overhead(args: argparse.Namespace) -> Dict[str, Any]:
     return {"overhead": json.loads((RESULTS / "simpleperf_vs_iperf3.json").read_text())}
 
 
+def part_class(args: argparse.Namespace) -> Dict[str, Any]:
+    """Students' labs at once (natively, no netem needed) and the course hub (Docker)."""
+    subprocess.run([PY, "benchmarks/classroom.py", "--out", str(RESULTS / "classroom.json")],
+                   cwd=str(ROOT), check=True)
+    return {"classroom": json.loads((RESULTS / "classroom.json").read_text())}
+
+
 #: part name -> what runs it (each returns the keys it adds to bench.json)
 PART_RUNNERS: Dict[str, Callable[[argparse.Namespace], Dict[str, Any]]] = {
     "demo": part_demo, "naive": part_naive, "startup": part_startup, "scale": part_scale,
-    "scale-vm": part_scale_vm, "overhead": part_overhead,
+    "scale-vm": part_scale_vm, "overhead": part_overhead, "class": part_class,
 }
 
 
@@ -219,6 +228,10 @@ def main() -> int:
     from report import write_report
 
     write_report(data, ROOT / "BENCHMARKS.md")
+    if data.get("classroom"):
+        from classroom import insert_section, report_lines
+
+        insert_section(ROOT / "BENCHMARKS.md", report_lines(data["classroom"]))
     say(f"wrote {out_file} and BENCHMARKS.md in {data['took_s']} s")
     return 1 if data["failed"] else 0
 

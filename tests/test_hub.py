@@ -465,6 +465,9 @@ def test_students_fetch_run_the_lab_at_the_same_time_and_submit(course: Course):
     # alice's answer is right: no error; bob's is wrong: the check says so (and stops there)
     assert "Error" not in outputs["alice"], outputs["alice"][-1500:]
     assert "not right yet" in outputs["bob"], outputs["bob"][-1500:]
+    stats = docker("stats", "--no-stream", "--format", "{{.Name}} {{.MemUsage}}",
+                   *(f"labhub-{COURSE}_u-{n}" for n in STUDENTS))
+    TIMINGS["server_memory_after_lab"] = dict(line.split(" ", 1) for line in stats.splitlines())
     (a0, a1), (b0, b1) = spans.values()
     assert max(a0, b0) < min(a1, b1), f"the two labs did not run at the same time: {spans}"
     for name in STUDENTS:
