@@ -272,7 +272,7 @@ def hub(sizes: List[int]) -> Dict[str, Any]:
     total = sum(sizes)
     students = [f"s{i:03d}" for i in range(1, total + 1)]
     rows: List[Dict[str, Any]] = []
-    log_dir = RESULTS / "classroom"
+    log_dir = ROOT / "results" / "classroom"  # logs: not kept with the figures
     with tempfile.TemporaryDirectory() as folder, localhost_names(), \
             DockerDaemon(log_dir / "dockerd.log"):
         subprocess.run(["bash", str(ROOT / "scripts" / "image.sh")], check=True,
