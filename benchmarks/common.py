@@ -92,8 +92,8 @@ def settled_available_mib(tolerance_mib: float = 2.0, tries: int = 10) -> float:
 def machine_info() -> Dict[str, Any]:
     """The machine, kernel, emulation mode and versions a benchmark ran with."""
     from labtools import __version__
-    from labtools.lab.calibration import emulation_mode
     from labtools.system.capabilities import tool_info
+    from labtools.system.vm import emulation_mode
 
     cpu = ""
     for line in Path("/proc/cpuinfo").read_text().splitlines():

@@ -14,7 +14,7 @@ import pytest
 from labtools.errors import ParseError
 from labtools.system import capabilities as caps
 from labtools.system import doctor as doctor_cmd
-from labtools.system import userns
+from labtools.system import toolenv, userns
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "capabilities"
 SANDBOX = Path(__file__).resolve().parent / "fixtures" / "sandbox"
@@ -118,7 +118,7 @@ def test_the_sandbox_probe_on_this_machine_agrees_with_a_direct_try():
     import subprocess
 
     ok, detail, fix = userns.sandbox_ok()
-    direct = subprocess.run(userns.probe_args(), capture_output=True, env=caps.tools_env())
+    direct = subprocess.run(userns.probe_args(), capture_output=True, env=toolenv.tools_env())
     assert ok == (direct.returncode == 0), detail
     assert bool(fix) == (not ok)
     assert (SANDBOX / "probe-ok.txt").read_text() == ""  # what a working probe says
@@ -160,8 +160,8 @@ def test_find_vm_kernel_respects_the_override(tmp_path, monkeypatch):
 
 
 def test_tools_env_puts_the_venv_first():
-    path = caps.tools_env()["PATH"].split(":")
-    assert path[0] == str(caps.venv_bin_dir())
+    path = toolenv.tools_env()["PATH"].split(":")
+    assert path[0] == str(toolenv.venv_bin_dir())
     assert "/usr/sbin" in path and len(path) == len(set(path))
 
 
@@ -206,7 +206,7 @@ def test_real_netem_probe_agrees_with_a_direct_try():
     import subprocess
 
     ok, detail = caps.kernel_has_netem()
-    direct = subprocess.run(caps.netem_probe_args(), capture_output=True, env=caps.tools_env())
+    direct = subprocess.run(caps.netem_probe_args(), capture_output=True, env=toolenv.tools_env())
     assert ok == (direct.returncode == 0), detail
 
 

@@ -1,16 +1,22 @@
-"""The package's layers, checked on the source: a lower layer never imports a higher one.
+"""The package's layers, checked on the source: a lower layer never imports a higher one,
+and no modules import each other in a loop.
 
-Every ``import`` in every module counts, the ones inside functions too. Layers, lowest
-first: the base modules (``errors``, ``paths``, the package itself); ``model`` (pure),
-``tools`` and ``system`` beside each other; ``judge``; ``results``; ``lab``; ``teach``;
-``commands`` and ``cli``. Only ``lab/network.py`` imports Mininet.
+Every ``import`` in every module counts, the ones inside functions too, and the ones under
+``if TYPE_CHECKING:`` as well: a module that names another's types depends on it all the
+same (the calibration once reached back to the lab session only that way, and the session
+could not be understood without it). Layers, lowest first: the base modules (``errors``,
+``paths``, the package itself); ``model`` (pure), ``tools`` and ``system`` beside each
+other; ``judge``; ``results``; ``lab``; ``teach``; ``commands`` and ``cli``. Only
+``lab/network.py`` imports Mininet. As the layers only import downwards, a loop can only
+form inside one folder; the loop check covers the whole package anyway.
 """
 
 from __future__ import annotations
 
 import ast
+from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
-from typing import Dict, Iterator, List, Set, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 import pytest
 
@@ -43,9 +49,9 @@ def layer_of(module: str) -> str:
     return head
 
 
-def modules() -> Iterator[Tuple[str, Path]]:
-    for path in sorted(PACKAGE.rglob("*.py")):
-        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+def modules(package: Path = PACKAGE) -> Iterator[Tuple[str, Path]]:
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package.parent).with_suffix("")
         name = ".".join(rel.parts)
         yield (name[: -len(".__init__")] if name.endswith(".__init__") else name), path
 
@@ -72,6 +78,31 @@ def imports(path: Path, module: str) -> List[str]:
     return found
 
 
+def import_graph(found: Iterable[Tuple[str, Path]]) -> Dict[str, Set[str]]:
+    """module -> the package's modules it imports (a name imported from a module, such as
+    a function, counts as that module; a module importing itself is no edge)."""
+    found = list(found)
+    known = {module for module, _ in found}
+    graph: Dict[str, Set[str]] = {}
+    for module, path in found:
+        graph[module] = set()
+        for target in imports(path, module):
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target and target != module:
+                graph[module].add(target)
+    return graph
+
+
+def import_loop(graph: Dict[str, Set[str]]) -> Optional[List[str]]:
+    """One loop of imports in ``graph`` (``[a, b, a]``: a imports b, b imports a), or None."""
+    try:
+        TopologicalSorter(graph).prepare()
+    except CycleError as err:
+        return list(reversed(err.args[1]))  # graphlib gives it against the arrows
+    return None
+
+
 ALL = list(modules())
 
 
@@ -91,6 +122,34 @@ def test_only_the_network_module_imports_mininet(module, path):
     uses = [t for t in imports(path, module) if t == "mininet" or t.startswith("mininet.")]
     rel = str(path.relative_to(PACKAGE.parent))
     assert not uses or rel == MININET_MODULE, f"{rel} imports {uses}"
+
+
+def test_no_modules_import_each_other_in_a_loop():
+    loop = import_loop(import_graph(ALL))
+    assert loop is None, "modules import each other in a loop: " + " -> ".join(loop or [])
+
+
+def test_the_loop_check_sees_a_loop_through_a_function_and_a_type_only_import(tmp_path):
+    """The loop the lab once had: the session imports the calibration inside a function,
+    the calibration imports the session only for its type."""
+    lab = tmp_path / "labtools" / "lab"
+    lab.mkdir(parents=True)
+    for folder in (lab.parent, lab):
+        (folder / "__init__.py").write_text("")
+    (lab / "session.py").write_text(
+        "from labtools.lab.base import LabBase\n\n\ndef start():\n"
+        "    from labtools.lab.calibration import calibrate\n")
+    (lab / "calibration.py").write_text(
+        "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
+        "    from labtools.lab.session import LabSession\n")
+    (lab / "base.py").write_text("from labtools.errors import LabtoolsError\n")
+    graph = import_graph(modules(tmp_path / "labtools"))
+    assert graph["labtools.lab.session"] == {"labtools.lab.base", "labtools.lab.calibration"}
+    loop = import_loop(graph)
+    assert loop is not None and loop[0] == loop[-1]
+    assert set(loop) == {"labtools.lab.session", "labtools.lab.calibration"}
+    (lab / "calibration.py").write_text("from labtools.lab.base import LabBase\n")
+    assert import_loop(import_graph(modules(tmp_path / "labtools"))) is None
 
 
 def test_the_check_itself_sees_a_violation(tmp_path):

@@ -8,8 +8,8 @@ import pytest
 
 from labtools.judge import verdicts
 from labtools.judge.machine import MachineProfile
-from labtools.lab.calibration import CALIBRATION_DELAY_MS
 from labtools.lab.machine_watch import WATCH_PERCENTILE, lateness_ms
+from labtools.model.calibration import CALIBRATION_DELAY_MS
 from labtools.model.expect import htb_burst_ms
 from labtools.tools.parsers import parse
 from tests.conftest import FIXTURES

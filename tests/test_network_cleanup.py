@@ -40,7 +40,7 @@ def test_a_stopped_network_leaves_no_interface_for_the_next_one():
     before = _leftovers()
     topo = load_topology("tree,hosts=10,fanout=10")
     for _ in range(2):  # the second start needs the same names
-        backend = MininetBackend(topo, "lxbr", calibration=False)
+        backend = MininetBackend(topo, "lxbr")
         backend.start()
         backend.stop()
         assert _leftovers() == before

@@ -8,18 +8,42 @@ file (graded notebooks).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, TypeVar, Union
+import subprocess
+from typing import Any, Callable, ContextManager, List, Optional, Protocol, TypeVar, Union
 
 from labtools.errors import NoRouteError, UnknownNodeError
 from labtools.judge import policy
 from labtools.judge.machine import MachineProfile
 from labtools.judge.measurement import JudgeContext, ProbeCall
+from labtools.model.calibration import CalibrationNetwork
 from labtools.model.catalog import load_topology as load_spec
 from labtools.model.expect import PairExpectation, expect_pair
 from labtools.model.routing import compute_routing
 from labtools.model.topology import SWITCH, Topology
 
 T = TypeVar("T")
+
+
+class HostRunner(Protocol):
+    """What a client of a running lab is handed to run tools on its nodes, the calibration
+    network's included: the machine's calibration (:mod:`labtools.lab.calibration`) and
+    the lateness watch (:mod:`labtools.lab.machine_watch`) take one, and
+    :class:`~labtools.lab.session.LabSession` is one. Its clients never import the session."""
+
+    @property
+    def calibration_net(self) -> Optional[CalibrationNetwork]:
+        """The calibration network beside the lab's while it runs (None without one)."""
+
+    def run(self, host: str, argv: List[str], timeout_s: float) -> str:
+        """Run ``argv`` on ``host``; its output (``ProbeTimeout`` after ``timeout_s`` s)."""
+
+    def start_process(self, host: str, argv: List[str]) -> "subprocess.Popen[str]":
+        """Start ``argv`` on ``host``; the caller waits for it."""
+
+    def server(self, host: str, argv: List[str], port: Optional[int] = None,
+               udp: bool = False, wait: bool = True) -> ContextManager["subprocess.Popen[str]"]:
+        """A server on ``host`` for the length of a ``with`` block (listening on ``port``
+        when the block starts, unless not ``wait``)."""
 
 
 def load_topology(topology: Union[str, Topology]) -> Topology:

@@ -19,15 +19,13 @@ from __future__ import annotations
 
 import signal
 import subprocess
-from typing import TYPE_CHECKING, Optional, Tuple
+from typing import Optional
 
 from labtools.errors import LabtoolsError
-from labtools.lab.calibration import CALIBRATION_DELAY_MS, calibration_topology
+from labtools.lab.base import HostRunner
 from labtools.lab.processes import terminate
+from labtools.model.calibration import CALIBRATION_DELAY_MS
 from labtools.tools.parsers import parse
-
-if TYPE_CHECKING:  # pragma: no cover
-    from labtools.lab.session import LabSession
 
 #: seconds between the echoes of the watch (20 a second: a few KB/s beside the lab)
 WATCH_INTERVAL_S = 0.05
@@ -38,24 +36,22 @@ WATCH_PERCENTILE = 0.9
 class LatenessWatch:
     """Pings across the calibration network's delayed link while a probe runs (a context
     manager); :attr:`late_ms` is then the 90th percentile of the lateness per crossing, or
-    None (no calibration network, too few replies, a replaying lab)."""
+    None (no calibration network, too few replies)."""
 
-    def __init__(self, lab: "LabSession") -> None:
+    def __init__(self, lab: HostRunner) -> None:
         self.lab = lab
         self.late_ms: Optional[float] = None
         self._proc: Optional["subprocess.Popen[str]"] = None
 
     def __enter__(self) -> "LatenessWatch":
-        nodes: Tuple[str, ...] = tuple(getattr(self.lab, "calibration_nodes", ()))
-        if len(nodes) != 4 or not self.lab.running:
+        net = self.lab.calibration_net
+        if net is None:
             return self
-        from labtools.model.routing import compute_routing
-
-        _a, r1, r2, _b = nodes
-        target = compute_routing(calibration_topology(set(self.lab.topo.names()))).target(r1, r2)
+        _a, r1, r2, _b = net.nodes
         try:
             self._proc = self.lab.start_process(
-                r1, ["ping", "-n", "-i", f"{WATCH_INTERVAL_S:g}", "-w", "3600", target.ip])
+                r1, ["ping", "-n", "-i", f"{WATCH_INTERVAL_S:g}", "-w", "3600",
+                     net.address(r1, r2)])
         except LabtoolsError:
             self._proc = None
         return self

@@ -143,29 +143,22 @@ def to_mininet_topo(topo: Topology, switch: str = "lxbr",
 class MininetBackend:
     """A running Mininet network built from a topology; the lab session drives it.
 
-    With ``calibration``, the small network of :mod:`labtools.lab.calibration` is built
-    beside the lab's (its nodes are in :attr:`calibration_nodes`). Commands run on hosts as
-    argument lists through ``mnexec`` (no shell involved).
+    The networks ``beside`` (such as the calibration network of
+    :mod:`labtools.model.calibration`) are built with the lab's, separate from it: their
+    own nodes and links, none joined to the lab's. Commands run on hosts as argument lists
+    through ``mnexec`` (no shell involved).
     """
 
-    def __init__(self, topo: Topology, switch: str = "lxbr", calibration: bool = False) -> None:
+    def __init__(self, topo: Topology, switch: str = "lxbr",
+                 beside: Sequence[Topology] = ()) -> None:
         self.topo = topo
         self.switch = switch
+        self.beside = tuple(beside)
         self._net: Any = None  # Mininet builds it (Open vSwitch)
         self._sandbox: Optional[Sandbox] = None  # or the kit builds it (Linux bridges) in it
         self._hosts: Dict[str, NodeShell] = {}
         #: seconds each phase of the last start took (shells, root_ip, node_scripts, ...)
         self.phase_s: Dict[str, float] = {}
-        self.calibration_topo: Optional[Topology] = None
-        if calibration:
-            from labtools.lab.calibration import calibration_topology
-
-            self.calibration_topo = calibration_topology(set(topo.names()))
-
-    @property
-    def calibration_nodes(self) -> Tuple[str, ...]:
-        """Names of the calibration network's nodes (empty without one)."""
-        return tuple(self.calibration_topo.names()) if self.calibration_topo else ()
 
     @property
     def sandbox_pid(self) -> Optional[int]:
@@ -175,7 +168,7 @@ class MininetBackend:
 
     @property
     def needs_netem(self) -> bool:
-        """True when a link of the network (the calibration network's too) has a delay,
+        """True when a link of the network (of the networks beside it too) has a delay,
         a loss rate or a queue limit: the kernel's ``sch_netem`` shapes those."""
         return any(link.delay_ms > 0 or link.loss_pct > 0 or link.queue_pkts is not None
                    for part in self._parts() for link in part.links)
@@ -198,7 +191,7 @@ class MininetBackend:
             raise
 
     def _parts(self) -> Tuple[Topology, ...]:
-        return (self.topo, self.calibration_topo) if self.calibration_topo else (self.topo,)
+        return (self.topo, *self.beside)
 
     def _start_mininet(self) -> None:
         import_mininet()
@@ -207,7 +200,7 @@ class MininetBackend:
 
         setLogLevel("error")
 
-        topo = to_mininet_topo(self.topo, self.switch, self._parts()[1:])
+        topo = to_mininet_topo(self.topo, self.switch, self.beside)
         self._net = Mininet(topo=topo, controller=None, autoSetMacs=True,
                             waitConnected=False, build=False)
         self._net.build()

@@ -31,8 +31,8 @@ import subprocess
 from typing import Dict, List, Optional
 
 from labtools.errors import EnvironmentProblem
-from labtools.system.capabilities import tools_env
 from labtools.system.sandbox_leftovers import HOLDER_MARK
+from labtools.system.toolenv import tools_env
 
 #: seconds the holder may take to start (it is one ``unshare`` and a shell)
 START_S = 60.0

@@ -9,7 +9,9 @@
 Stopping always happens (exceptions, Ctrl-C and SIGTERM included). Every measurement is
 saved to the results store the moment it completes, with its verdicts; failures with their
 raw output too. At start the session calibrates this machine (:mod:`.calibration`) on a
-small network of its own, and every verdict takes that into account.
+small network of its own (:mod:`labtools.model.calibration`), built beside the lab's, and
+every verdict takes that into account. The calibration is a client of the session: it gets
+the session as a :class:`~labtools.lab.base.HostRunner` and never imports this module.
 
 Each probe call is one *step* of the session (:meth:`LabSession.perform`), saved with its
 arguments; a replaying session (:mod:`labtools.lab.replay`) answers the same calls from a
@@ -45,7 +47,7 @@ from labtools.errors import (
 )
 from labtools.judge import policy
 from labtools.judge.measurement import Measurement, ProbeCall
-from labtools.lab.base import LabBase
+from labtools.lab.base import HostRunner, LabBase
 from labtools.lab.processes import (
     SERVER_POLL_S,
     SERVER_READY_S,
@@ -56,6 +58,7 @@ from labtools.lab.processes import (
     terminate,
     wait_output,
 )
+from labtools.model.calibration import CalibrationNetwork
 from labtools.model.topology import Topology
 from labtools.results.ownership import recording_identity
 from labtools.results.records import RunRecord, utc_now
@@ -68,7 +71,7 @@ T = TypeVar("T")
 DEFAULT_RESULTS = "results/labtools.sqlite"
 
 
-class LabSession(LabBase):
+class LabSession(LabBase, HostRunner):
     """Start ``topology`` as a real network; stop it on exit, whatever happens.
 
     Args:
@@ -90,6 +93,7 @@ class LabSession(LabBase):
         self._results_path = results
         self.store: Optional["ResultStore"] = None
         self._backend: Optional["MininetBackend"] = None
+        self._calibration_net: Optional[CalibrationNetwork] = None
         self._servers: List["subprocess.Popen[str]"] = []
         self._server_on: Dict[Tuple[str, Optional[int]], "subprocess.Popen[str]"] = {}
         self._guard: Any = None
@@ -110,9 +114,9 @@ class LabSession(LabBase):
         return self._backend is not None
 
     @property
-    def calibration_nodes(self) -> Tuple[str, ...]:
-        """The calibration network's nodes (A, R1, R2, B), empty without one."""
-        return self._backend.calibration_nodes if self._backend is not None else ()
+    def calibration_net(self) -> Optional[CalibrationNetwork]:
+        """The calibration network beside the lab's while it runs (None without one)."""
+        return self._calibration_net if self._backend is not None else None
 
     def start(self) -> None:
         """Check the machine, open the results store, start the network, calibrate.
@@ -124,18 +128,20 @@ class LabSession(LabBase):
 
         if self.running:
             return
-        backend = MininetBackend(self.topo, self.switch, calibration=self.calibrate)
+        net = CalibrationNetwork.beside(self.topo) if self.calibrate else None
+        backend = MininetBackend(self.topo, self.switch, beside=(net.topo,) if net else ())
         _require_capable_kernel(backend)
         self.open_store()
         self._guard = guard_signals()
         self._guard.__enter__()
-        self._backend = backend
+        self._backend, self._calibration_net = backend, net
         try:
             self._backend.start()
-            if self.calibrate:
-                from labtools.lab.calibration import calibrate
+            if net is not None:
+                from labtools.lab.calibration import calibrate, remember
 
-                self.machine = calibrate(self, self._backend.calibration_nodes)
+                self.machine = calibrate(self, net)
+                remember(self.machine)
         except BaseException:
             self.stop()
             raise
@@ -190,8 +196,9 @@ class LabSession(LabBase):
         return self._backend_or_fail().popen(self._node(host), argv)
 
     def _node(self, host: str) -> str:
-        backend = self._backend_or_fail()
-        return host if host in backend.calibration_nodes else self.check_node(host)
+        self._backend_or_fail()
+        net = self._calibration_net
+        return host if net is not None and host in net.nodes else self.check_node(host)
 
     def run(self, host: str, argv: List[str], timeout_s: float) -> str:
         """Run ``argv`` on ``host`` and return its output (stdout and stderr together).

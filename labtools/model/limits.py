@@ -10,12 +10,31 @@ from __future__ import annotations
 
 import ipaddress
 import math
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
 
 from labtools.errors import TopologyError
 
-if TYPE_CHECKING:  # pragma: no cover - types only (topology imports this module)
-    from labtools.model.topology import Link
+
+class LinkFields(Protocol):
+    """What the checks read of a link (:class:`labtools.model.topology.Link`, which
+    imports this module: this one does not import it back)."""
+
+    @property
+    def a(self) -> str: ...
+    @property
+    def b(self) -> str: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def bw_mbps(self) -> Optional[float]: ...
+    @property
+    def delay_ms(self) -> float: ...
+    @property
+    def loss_pct(self) -> float: ...
+    @property
+    def queue_pkts(self) -> Optional[int]: ...
+    @property
+    def htb(self) -> bool: ...
 
 #: Mininet's TCLink refuses rates above this (Mbit/s) and then leaves the link unshaped
 TCLINK_MAX_MBPS = 1000.0
@@ -59,7 +78,7 @@ def check_size(name: str, nodes: int, links: int) -> None:
                                 f"{most} (a lab machine starts networks of about 1000 nodes)")
 
 
-def check_shaping(link: "Link", where: str) -> None:
+def check_shaping(link: "LinkFields", where: str) -> None:
     """Rate, delay, loss, queue and HTB of ``link``: typed, finite, and within what tc
     applies as given."""
     bw, delay, loss, queue = link.bw_mbps, link.delay_ms, link.loss_pct, link.queue_pkts
@@ -95,14 +114,14 @@ def check_shaping(link: "Link", where: str) -> None:
         raise TopologyError(f"{where}: htb={show(link.htb)} must be true or false")
 
 
-def check_switches(links: Sequence["Link"], kinds: Mapping[str, str],
+def check_switches(links: Sequence["LinkFields"], kinds: Mapping[str, str],
                    order: Mapping[str, int]) -> None:
     """No switch with more ports than a Linux bridge takes, and no loop of switches: the
     lab's switches are Linux bridges without STP, where one broadcast would circle a loop
     for ever. ``kinds``: node -> kind; ``order``: node -> position in the topology."""
     ports: Dict[str, int] = {}
     parent: Dict[str, str] = {}  # union-find over switches joined by switch-switch links
-    forest: Dict[str, List[Tuple[str, "Link"]]] = {}
+    forest: Dict[str, List[Tuple[str, "LinkFields"]]] = {}
 
     def root(name: str) -> str:
         while parent.setdefault(name, name) != name:
@@ -127,10 +146,10 @@ def check_switches(links: Sequence["Link"], kinds: Mapping[str, str],
         forest.setdefault(link.b, []).append((link.a, link))
 
 
-def _forest_path(forest: Mapping[str, List[Tuple[str, "Link"]]], a: str,
-                 b: str) -> List[Tuple[str, Optional["Link"]]]:
+def _forest_path(forest: Mapping[str, List[Tuple[str, "LinkFields"]]], a: str,
+                 b: str) -> List[Tuple[str, Optional["LinkFields"]]]:
     """The path from ``a`` to ``b`` in a forest: [(node, the link that led to it)...]."""
-    came: Dict[str, Tuple[str, "Link"]] = {}
+    came: Dict[str, Tuple[str, "LinkFields"]] = {}
     frontier, seen = [a], {a}
     while frontier and b not in seen:
         here = frontier.pop()
@@ -139,7 +158,7 @@ def _forest_path(forest: Mapping[str, List[Tuple[str, "Link"]]], a: str,
                 seen.add(other)
                 came[other] = (here, link)
                 frontier.append(other)
-    path: List[Tuple[str, Optional["Link"]]] = []
+    path: List[Tuple[str, Optional["LinkFields"]]] = []
     node = b
     while node != a:
         prev, link = came[node]
@@ -149,7 +168,7 @@ def _forest_path(forest: Mapping[str, List[Tuple[str, "Link"]]], a: str,
     return path[::-1]
 
 
-def _loop_message(path: List[Tuple[str, Optional["Link"]]], closing: "Link",
+def _loop_message(path: List[Tuple[str, Optional["LinkFields"]]], closing: "LinkFields",
                   order: Mapping[str, int]) -> str:
     """``switches s1-s2-s3 form a loop (links ...)``: from the first defined switch, towards
     the earlier defined of its two neighbours."""

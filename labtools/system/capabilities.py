@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, TextIO, Tuple
 
 from labtools.errors import ParseError
+from labtools.system.toolenv import tools_env
 
 #: tool -> arguments after the executable that print its version
 VERSION_ARGS: Dict[str, Tuple[str, ...]] = {
@@ -89,26 +90,6 @@ class ToolInfo:
 def is_root() -> bool:
     """True when running with user id 0 (Open vSwitch labs and loading modules need it)."""
     return os.geteuid() == 0
-
-
-def venv_bin_dir() -> Path:
-    """The directory of the running Python's scripts (where ``vng`` of the venv lives)."""
-    return Path(sys.executable).parent
-
-
-def tools_env() -> Dict[str, str]:
-    """The environment for tool commands: ``PATH`` with the venv's scripts first.
-
-    ``vng`` runs helpers such as ``virtme-run`` through ``PATH``, so they must be found
-    even when the venv was not activated.
-    """
-    env = dict(os.environ)
-    parts = [str(venv_bin_dir())] + env.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin").split(":")
-    for extra in ("/usr/sbin", "/sbin"):
-        if extra not in parts:
-            parts.append(extra)
-    env["PATH"] = ":".join(dict.fromkeys(p for p in parts if p))
-    return env
 
 
 def qemu_binary() -> str:

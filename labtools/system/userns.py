@@ -26,7 +26,7 @@ import subprocess
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Tuple
 
-from labtools.system.capabilities import tools_env
+from labtools.system.toolenv import tools_env
 
 #: what the probe builds in its throwaway namespaces (what a lab's network needs)
 PROBE_SCRIPT = ("ip link add lt0 type bridge && ip link add lt1 type veth peer name lt2 && "

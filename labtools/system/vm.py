@@ -32,6 +32,7 @@ from typing import IO, Dict, List, Optional, Sequence, Tuple
 
 from labtools.errors import InputError, VMError
 from labtools.paths import checkout_root
+from labtools.system.toolenv import tools_env, venv_bin_dir
 from labtools.system.vm_leftovers import IN_VM_VARIABLE, VM_MARK, VM_MODE_VARIABLE, VM_OWNER_FILE
 
 #: kernel modules the guest loads before the command (missing ones only print a note)
@@ -108,6 +109,12 @@ class VMSpec:
 def in_vm() -> bool:
     """True inside a guest started by the VM runner (the guest script sets a variable)."""
     return os.environ.get(IN_VM_VARIABLE) == "1"
+
+
+def emulation_mode() -> str:
+    """Where the kit runs: ``native``, or in the runner's guest ``vm-kvm`` or ``vm-tcg``
+    (software emulation; the guest script says which in :data:`VM_MODE_VARIABLE`)."""
+    return f"vm-{os.environ.get(VM_MODE_VARIABLE) or 'tcg'}" if in_vm() else "native"
 
 
 def project_root() -> Optional[Path]:
@@ -340,7 +347,7 @@ def make_spec(command: Sequence[str], state_dir: Path, *, cwd: Optional[Path] = 
         state_dir=state_dir, memory=memory or os.environ.get("LABTOOLS_VM_MEMORY", "2G"),
         cpus=n_cpus, kernel_args=IDLE_POLL_KERNEL_ARGS if idle_poll else (),
         kvm=kvm, forward_ports=tuple(forward_ports),
-        env=tuple(dict(passed + list(env)).items()), path_dirs=(str(caps.venv_bin_dir()),),
+        env=tuple(dict(passed + list(env)).items()), path_dirs=(str(venv_bin_dir()),),
     )
     validate_spec(spec)
     return spec
@@ -355,7 +362,6 @@ def run_in_vm(command: Sequence[str], *, timeout_s: Optional[float] = None,
     :class:`VMError` when the VM cannot boot, times out (``timeout_s`` seconds, boot
     included) or ends before the command finished.
     """
-    from labtools.system import capabilities as caps
 
     with tempfile.TemporaryDirectory(prefix=VM_MARK) as tmp:
         state_dir = Path(tmp)
@@ -370,7 +376,7 @@ def run_in_vm(command: Sequence[str], *, timeout_s: Optional[float] = None,
         release = spec.kernel.name[len("vmlinuz-"):]
         print(f"labtools vm: booting Linux {release} ({mode})...", file=sys.stderr, flush=True)
         start = time.monotonic()
-        vng_status = run_vng(build_vng_args(spec), caps.tools_env(), timeout_s)
+        vng_status = run_vng(build_vng_args(spec), tools_env(), timeout_s)
         took = time.monotonic() - start
         status_path = state_dir / STATUS_FILE
         if not status_path.is_file():
