@@ -24,7 +24,7 @@ from labtools.lab.processes import wait_output
 from labtools.lab.session import LabSession
 from labtools.model import expect
 from labtools.model.fairness import parse_flows
-from labtools.tools.args import iperf3_client_args, iperf3_server_args
+from labtools.tools.args import Iperf3Options
 
 pytestmark = pytest.mark.network
 
@@ -161,8 +161,9 @@ def test_killed_server_gives_a_clear_error_and_keeps_the_output(lab):
 
 
 def test_hung_server_times_out(lab):
-    argv = iperf3_client_args(lab.ip_towards("h2", "h5"), duration_s=3, port=5302)
-    with lab.server("h5", iperf3_server_args(5302), 5302) as server:
+    options = Iperf3Options(lab.ip_towards("h2", "h5"), duration_s=3, port=5302)
+    argv = options.argv()
+    with lab.server("h5", options.server_argv(), 5302) as server:
         os.killpg(server.pid, signal.SIGSTOP)
         try:
             client = lab.start_process("h2", argv)

@@ -105,8 +105,8 @@ def test_the_kits_argument_lists_are_what_the_tool_accepts() -> None:
     accepts with the same values; values the tool would refuse are refused first."""
     from labtools.tools import args as toolargs
 
-    client = toolargs.simpleperf_client_args("10.0.0.4", duration_s=3, interval_s=0.5,
-                                             parallel=2, port=5001)
+    client = toolargs.SimpleperfOptions("10.0.0.4", duration_s=3, interval_s=0.5, parallel=2,
+                                        port=5001).argv()
     assert client[:3] == toolargs.SIMPLEPERF
     opts = parse_options(client[3:])
     assert (opts.mode, opts.server, opts.port, opts.time_s, opts.interval_s, opts.parallel,
@@ -114,7 +114,7 @@ def test_the_kits_argument_lists_are_what_the_tool_accepts() -> None:
     server = parse_options(toolargs.simpleperf_server_args("10.0.0.4", port=5001)[3:])
     assert (server.mode, server.bind, server.port) == ("server", "10.0.0.4", 5001)
     with pytest.raises(InputError):
-        toolargs.simpleperf_client_args("10.0.0.4", parallel=6)
+        toolargs.SimpleperfOptions("10.0.0.4", parallel=6)
     with pytest.raises(InputError):
         toolargs.simpleperf_server_args("10.0.0.4", port=0)
 

@@ -59,9 +59,10 @@ def _min_rtt_ms(runner: HostRunner, src: str, dst_ip: str) -> float:
 
 
 def _forward_mbps(runner: HostRunner, src: str, dst: str, dst_ip: str) -> float:
-    argv = toolargs.iperf3_client_args(dst_ip, TCP_SECONDS, 1, TCP_OMIT_S, port=PORT)
-    with runner.server(dst, toolargs.iperf3_server_args(PORT), PORT):
-        parsed = parse("iperf3", runner.run(src, argv, TCP_SECONDS + TCP_OMIT_S + 20))
+    options = toolargs.Iperf3Options(dst_ip, duration_s=TCP_SECONDS, omit_s=TCP_OMIT_S,
+                                     port=PORT)
+    with runner.server(dst, options.server_argv(), PORT):
+        parsed = parse("iperf3", runner.run(src, options.argv(), TCP_SECONDS + TCP_OMIT_S + 20))
     rate = summarize(parsed, TCP_OMIT_S).steady_mbps  # type: ignore[union-attr]
     if not rate:
         raise LabtoolsError("calibration: the TCP transfer reported no receiver rate")

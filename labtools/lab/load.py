@@ -54,16 +54,17 @@ def ping_under_load(lab: "LabSession", src: str, dst: str, load_src: str, load_d
     count = lab.durations.ping_count if count is None else count
     interval_s = lab.durations.ping_interval_s if interval_s is None else interval_s
     seconds = count * interval_s + 2 * LOAD_LEAD_S
-    load_argv = toolargs.iperf3_client_args(lab.ip_towards(load_src, load_dst),
-                                            duration_s=max(1.0, round(seconds, 1)),
-                                            port=LOAD_PORT)
+    load_options = toolargs.Iperf3Options(lab.ip_towards(load_src, load_dst),
+                                          duration_s=max(1.0, round(seconds, 1)),
+                                          port=LOAD_PORT)
+    load_argv = load_options.argv()
     ping_argv = toolargs.ping_args(lab.ip_towards(src, dst), count, interval_s)
     prime_argv = toolargs.ping_args(lab.ip_towards(src, dst), 1, 0.2, deadline_s=5)
     load = f"iperf3 {load_src} -> {load_dst}"
 
     def measure(call: ProbeCall) -> Measurement:
         lab.run(src, prime_argv, 5 + TIMEOUT_MARGIN_S)  # resolve the addresses, idle
-        with lab.server(load_dst, toolargs.iperf3_server_args(LOAD_PORT), LOAD_PORT):
+        with lab.server(load_dst, load_options.server_argv(), LOAD_PORT):
             started = utc_now()
             proc = lab.start_process(load_src, load_argv)
             raw_ping = raw = ""
@@ -74,7 +75,7 @@ def ping_under_load(lab: "LabSession", src: str, dst: str, load_src: str, load_d
                     raw_ping = lab.run(src, ping_argv, count * interval_s + TIMEOUT_MARGIN_S)
                 pinged = parse("ping", raw_ping)
                 raw = wait_output(proc, load_argv, load_src, seconds + TIMEOUT_MARGIN_S)
-                warmup = policy.warmup_s(max(1.0, round(seconds, 1)))
+                warmup = policy.warmup_s(load_options.duration_s)
                 loaded = judge_parsed(parse("iperf3", raw), lab.topo, load_src, load_dst,
                                       lab.context(warmup_s=warmup), load_argv,
                                       started_at=started, call=load_call)

@@ -75,24 +75,21 @@ def program_sha256(program: Program) -> str:
     return digest.hexdigest()
 
 
-def client_args(program: Program, server_ip: str, duration_s: float, interval_s: float,
-                parallel: int, port: int) -> List[str]:
+def client_args(program: Program, options: toolargs.SimpleperfOptions) -> List[str]:
     """The student's client with the options the kit's client gets (``-c -I -p -t -i
-    -P``, checked by :func:`labtools.tools.args.simpleperf_client_args`), without
-    ``--json``: the assignment's tool prints its report as a table."""
-    kit = toolargs.simpleperf_client_args(server_ip, duration_s, interval_s, parallel, port)
-    return [*program_argv(program), *kit[len(toolargs.SIMPLEPERF):-1]]
+    -P``, :meth:`labtools.tools.args.SimpleperfOptions.options`), without ``--json``: the
+    assignment's tool prints its report as a table."""
+    return [*program_argv(program), *options.options()]
 
 
-def measure(lab: "LabSession", src: str, dst: str, program: Program, duration_s: float,
-            interval_s: float, parallel: int, port: int, call: ProbeCall,
+def measure(lab: "LabSession", src: str, dst: str, program: Program,
+            options: toolargs.SimpleperfOptions, call: ProbeCall,
             context: JudgeContext) -> Measurement:
-    """One run of the student's client on ``src`` against the kit's server on ``dst``:
-    parsed from the server's output, judged and saved (a failure is saved with the
-    server's output and raised as :class:`ToolError`)."""
-    server_ip = lab.ip_towards(src, dst)
-    server_argv = toolargs.simpleperf_server_args(server_ip, port)
-    argv = client_args(program, server_ip, duration_s, interval_s, parallel, port)
+    """One run of the student's client on ``src`` against the kit's server on ``dst`` (at
+    ``options.server_ip``): parsed from the server's output, judged and saved (a failure is
+    saved with the server's output and raised as :class:`ToolError`)."""
+    server_argv, port, duration_s = options.server_argv(), options.port, options.duration_s
+    argv = client_args(program, options)
     extra: Dict[str, Any] = {"program_sha256": program_sha256(program)}
     raw, report, started = "", "", utc_now()
     try:

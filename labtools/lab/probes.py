@@ -163,25 +163,29 @@ def iperf3(lab: "LabSession", src: str, dst: str, duration_s: Optional[float] = 
     (``window_bytes``), the sender's socket is read halfway (:class:`SocketWatch`): the
     rate is judged against the window the kernel granted. ``repeat``: runs of the same call
     (see :func:`repeated`)."""
-    call = ProbeCall("iperf3", {"src": src, "dst": dst, "window_bytes": window_bytes,
-                                "parallel": parallel, "reverse": reverse, "bidir": bidir,
-                                "udp": udp, "rate_mbps": rate_mbps})
     duration_s = lab.durations.tcp_s if duration_s is None else duration_s
     omit_s = (0.0 if udp else policy.warmup_s(duration_s)) if omit_s is None else omit_s
-    argv = toolargs.iperf3_client_args(
-        lab.ip_towards(src, dst), duration_s, interval_s, omit_s, window_bytes, parallel,
-        reverse, bidir, udp, rate_mbps, port)
-    context = lab.context(warmup_s=omit_s, offered_mbps=rate_mbps if udp else None,
-                          window_bytes=window_bytes)
+    options = toolargs.Iperf3Options(
+        lab.ip_towards(src, dst), duration_s=duration_s, interval_s=interval_s, omit_s=omit_s,
+        window_bytes=window_bytes, parallel=parallel, reverse=reverse, bidir=bidir, udp=udp,
+        rate_mbps=rate_mbps, port=port)
+    call = ProbeCall("iperf3", {"src": src, "dst": dst, **options.call_args()})
+    return repeated(lab, call, repeat, lambda one: _iperf3_run(lab, src, dst, options, one))
 
-    def measure(one: ProbeCall) -> Measurement:
-        watch = (SocketWatch(lab, src, lab.ip_towards(src, dst), omit_s + duration_s / 2)
-                 if window_bytes is not None and not (reverse or bidir) else None)
-        with lab.server(dst, toolargs.iperf3_server_args(port), port):
-            return run_tool(lab, "iperf3", src, dst, argv, duration_s + omit_s + TIMEOUT_MARGIN_S,
-                            context, one, _iperf3_ok, watch=watch)
 
-    return repeated(lab, call, repeat, measure)
+def _iperf3_run(lab: "LabSession", src: str, dst: str, options: toolargs.Iperf3Options,
+                call: ProbeCall) -> Measurement:
+    """One run of :func:`iperf3`: the server on ``dst``, the client on ``src``, judged
+    after the warm-up, against the window the kernel granted when one was asked for."""
+    seconds = options.duration_s + options.omit_s
+    context = lab.context(warmup_s=options.omit_s, window_bytes=options.window_bytes,
+                          offered_mbps=options.rate_mbps if options.udp else None)
+    sends = not (options.reverse or options.bidir)  # the client's socket is the sender's
+    watch = (SocketWatch(lab, src, options.server_ip, options.omit_s + options.duration_s / 2)
+             if options.window_bytes is not None and sends else None)
+    with lab.server(dst, options.server_argv(), options.port):
+        return run_tool(lab, "iperf3", src, dst, options.argv(), seconds + TIMEOUT_MARGIN_S,
+                        context, call, _iperf3_ok, watch=watch)
 
 
 def iperf_udp(lab: "LabSession", src: str, dst: str, rate_mbps: float,
@@ -190,19 +194,20 @@ def iperf_udp(lab: "LabSession", src: str, dst: str, rate_mbps: float,
     """iperf 2 UDP at ``rate_mbps`` from ``src`` to a server on ``dst``; the summary carries
     the server report (received rate, jitter, lost/total). ``repeat``: runs of the same call
     (see :func:`repeated`)."""
-    call = ProbeCall("iperf_udp", {"src": src, "dst": dst, "rate_mbps": rate_mbps,
-                                   "datagram_bytes": datagram_bytes})
-    duration_s = lab.durations.udp_s if duration_s is None else duration_s
-    argv = toolargs.iperf2_udp_client_args(lab.ip_towards(src, dst), rate_mbps, duration_s,
-                                           datagram_bytes, interval_s, port)
+    options = toolargs.Iperf2UdpOptions(
+        lab.ip_towards(src, dst), rate_mbps,
+        duration_s=lab.durations.udp_s if duration_s is None else duration_s,
+        datagram_bytes=datagram_bytes, interval_s=interval_s, port=port)
+    call = ProbeCall("iperf_udp", {"src": src, "dst": dst, **options.call_args()})
 
     def has_report(parsed: Parsed) -> None:
         if parsed.summary.get("receiver_mbps") is None:
             raise ToolError(f"iperf UDP {src}->{dst}: no server report (server gone or all lost)")
 
     def measure(one: ProbeCall) -> Measurement:
-        with lab.server(dst, toolargs.iperf2_server_args(udp=True, port=port), port, udp=True):
-            return run_tool(lab, "iperf", src, dst, argv, duration_s + TIMEOUT_MARGIN_S,
+        with lab.server(dst, options.server_argv(), port, udp=True):
+            return run_tool(lab, "iperf", src, dst, options.argv(),
+                            options.duration_s + TIMEOUT_MARGIN_S,
                             lab.context(offered_mbps=rate_mbps), one, has_report)
 
     return repeated(lab, call, repeat, measure)
@@ -223,23 +228,21 @@ def simpleperf(lab: "LabSession", src: str, dst: str, duration_s: Optional[float
     is the receiver side, judged after the warm-up. ``repeat``: runs of the same call (see
     :func:`repeated`). ``program``: a student's own simpleperf (its folder or file) as the
     client instead of the kit's, against the kit's server (:mod:`.own_simpleperf`)."""
-    call = ProbeCall("simpleperf", {"src": src, "dst": dst, "parallel": parallel})
     duration_s = lab.durations.tcp_s if duration_s is None else duration_s
+    options = toolargs.SimpleperfOptions(lab.ip_towards(src, dst), duration_s=duration_s,
+                                         interval_s=interval_s, parallel=parallel, port=port)
+    call = ProbeCall("simpleperf", {"src": src, "dst": dst, **options.call_args()})
+    context = lab.context(warmup_s=policy.warmup_s(duration_s))
     if program is not None:
         call = ProbeCall("simpleperf", {**call.args, "program": Path(program).name})
-        context = lab.context(warmup_s=policy.warmup_s(duration_s))
         return repeated(lab, call, repeat, lambda one: own_simpleperf.measure(
-            lab, src, dst, program, duration_s, interval_s, parallel, port, one, context))
-    server_ip = lab.ip_towards(src, dst)
+            lab, src, dst, program, options, one, context))
     # server and client start together (a Python start each: seconds under software
     # emulation); the client keeps trying until the server listens
-    argv = toolargs.simpleperf_client_args(server_ip, duration_s, interval_s, parallel, port,
-                                           wait_s=SERVER_READY_S)
-    context = lab.context(warmup_s=policy.warmup_s(duration_s))
+    argv = replace(options, wait_s=SERVER_READY_S).argv()
 
     def measure(one: ProbeCall) -> Measurement:
-        with lab.server(dst, toolargs.simpleperf_server_args(server_ip, port), port,
-                        wait=False) as server:
+        with lab.server(dst, options.server_argv(), port, wait=False) as server:
             try:
                 return run_tool(lab, "simpleperf", src, dst, argv,
                                 SERVER_READY_S + duration_s + TIMEOUT_MARGIN_S, context, one,
@@ -260,28 +263,29 @@ def concurrent_iperf3(lab: "LabSession", flows: Sequence[Flow],
     raised; the set is saved as a group with the start spread and the verdicts.
     ``repeat``: sets of the same flows, one after the other (see :func:`repeated`)."""
     flows = list(flows)
-    call = ProbeCall("concurrent_iperf3", {"flows": flows_spec(flows),
-                                           "window_bytes": window_bytes})
     duration_s = lab.durations.sharing_s if duration_s is None else duration_s
     omit_s = policy.warmup_s(duration_s) if omit_s is None else omit_s
-    argvs = [toolargs.iperf3_client_args(
-        lab.ip_towards(f.src, f.dst), duration_s, interval_s, omit_s, window_bytes,
-        f.connections, port=toolargs.DEFAULT_PORT + i) for i, f in enumerate(flows)]
-    return repeated(lab, call, repeat, lambda one: _run_flows(lab, flows, argvs,
+    options = [toolargs.Iperf3Options(
+        lab.ip_towards(f.src, f.dst), duration_s=duration_s, interval_s=interval_s,
+        omit_s=omit_s, window_bytes=window_bytes, parallel=f.connections,
+        port=toolargs.DEFAULT_PORT + i) for i, f in enumerate(flows)]
+    call = ProbeCall("concurrent_iperf3", {"flows": flows_spec(flows),
+                                           "window_bytes": window_bytes})
+    return repeated(lab, call, repeat, lambda one: _run_flows(lab, flows, options,
                                                               duration_s + omit_s, omit_s, one))
 
 
-def _run_flows(lab: "LabSession", flows: List[Flow], argvs: List[List[str]], seconds: float,
-               omit_s: float, call: ProbeCall) -> FlowsMeasurement:
+def _run_flows(lab: "LabSession", flows: List[Flow], options: List[toolargs.Iperf3Options],
+               seconds: float, omit_s: float, call: ProbeCall) -> FlowsMeasurement:
     from contextlib import ExitStack
 
+    argvs = [o.argv() for o in options]
     with ExitStack() as servers, lab.group() as group_id:
         starting = []  # the servers start side by side, then each is awaited
-        for i, flow in enumerate(flows):
-            port, argv = toolargs.DEFAULT_PORT + i, toolargs.iperf3_server_args(
-                toolargs.DEFAULT_PORT + i)
-            proc = servers.enter_context(lab.server(flow.dst, argv, port, wait=False))
-            starting.append((proc, argv, flow.dst, port))
+        for flow, o in zip(flows, options):
+            argv = o.server_argv()
+            proc = servers.enter_context(lab.server(flow.dst, argv, o.port, wait=False))
+            starting.append((proc, argv, flow.dst, o.port))
         for proc, argv, host, port in starting:
             lab.await_server(proc, argv, host, port)
         with LatenessWatch(lab) as timers:

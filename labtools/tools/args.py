@@ -3,14 +3,20 @@
 Nothing reaches a shell: every value is checked against a range or a whitelist here and
 the result is an argument list that runs through ``mnexec`` without a shell. Units are in
 the names: ``_s`` seconds, ``_mbps`` Mbit/s, ``_bytes`` bytes.
+
+A client with many options is one frozen value, checked when it is made
+(:class:`Iperf3Options`, :class:`Iperf2UdpOptions`, :class:`SimpleperfOptions`): it gives
+the client's ``argv``, its server's, and the values that identify the measurement in a
+saved probe call (:meth:`Iperf3Options.call_args`), so a probe states its options once.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import sys
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 from labtools.errors import InputError
 
@@ -94,35 +100,84 @@ def iperf3_server_args(port: int = DEFAULT_PORT) -> List[str]:
     return ["iperf3", "-s", "-1", "-J", "-p", str(_check_int("port", port, 1024, 65_535))]
 
 
-def iperf3_client_args(server_ip: str, duration_s: float = 10, interval_s: float = 1,
-                       omit_s: float = 0, window_bytes: Optional[int] = None,
-                       parallel: int = 1, reverse: bool = False, bidir: bool = False,
-                       udp: bool = False, rate_mbps: Optional[float] = None,
-                       port: int = DEFAULT_PORT) -> List[str]:
-    """An iperf3 client with JSON output and the server's own report (receiver side)."""
-    check_duration(duration_s)
-    _check_number("interval", interval_s, 0.1, 60, "s")
-    _check_number("omit", omit_s, 0, duration_s, "s")
-    _check_int("parallel", parallel, 1, 128)
-    if reverse and bidir:
-        raise InputError("choose reverse or bidirectional, not both")
-    argv = ["iperf3", "-c", check_ip(server_ip), "-p", str(_check_int("port", port, 1024, 65_535)),
-            "-t", f"{duration_s:g}", "-i", f"{interval_s:g}", "-J", "--get-server-output"]
-    if omit_s:
-        argv += ["-O", f"{omit_s:g}"]
-    if window_bytes is not None:
-        argv += ["-w", str(_check_int("window", window_bytes, 4096, 256 * 2**20))]
-    if parallel > 1:
-        argv += ["-P", str(parallel)]
-    if reverse:
-        argv.append("-R")
-    if bidir:
-        argv.append("--bidir")
-    if udp:
-        argv += ["-u", "-b", rate_bps_arg(rate_mbps if rate_mbps is not None else 1)]
-    elif rate_mbps is not None:
-        argv += ["-b", rate_bps_arg(rate_mbps)]
-    return argv
+@dataclass(frozen=True)
+class Iperf3Options:
+    """What an iperf3 client is asked to do, checked when made (:class:`InputError`).
+
+    Attributes:
+        server_ip: the server's IPv4 address.
+        duration_s: seconds the test runs (``-t``), warm-up included.
+        interval_s: seconds between interval reports (``-i``).
+        omit_s: seconds of warm-up left out of the report (``-O``; 0: none).
+        window_bytes: the socket buffer asked for (``-w``; None: the kernel's).
+        parallel: connections at once (``-P``).
+        reverse: the server sends (``-R``).
+        bidir: both send at once (``--bidir``; not with ``reverse``).
+        udp: UDP at ``rate_mbps`` (1 Mbit/s if None) instead of TCP.
+        rate_mbps: the offered rate (``-b``, in bit/s); for TCP a cap (None: none).
+        port: the server's port (``-p``).
+    """
+
+    server_ip: str
+    _: KW_ONLY
+    duration_s: float = 10
+    interval_s: float = 1
+    omit_s: float = 0
+    window_bytes: Optional[int] = None
+    parallel: int = 1
+    reverse: bool = False
+    bidir: bool = False
+    udp: bool = False
+    rate_mbps: Optional[float] = None
+    port: int = DEFAULT_PORT
+
+    def __post_init__(self) -> None:
+        check_ip(self.server_ip)
+        check_duration(self.duration_s)
+        _check_number("interval", self.interval_s, 0.1, 60, "s")
+        _check_number("omit", self.omit_s, 0, self.duration_s, "s")
+        _check_int("parallel", self.parallel, 1, 128)
+        _check_int("port", self.port, 1024, 65_535)
+        if self.window_bytes is not None:
+            _check_int("window", self.window_bytes, 4096, 256 * 2**20)
+        if self.rate_mbps is not None:
+            check_rate(self.rate_mbps)
+        if self.reverse and self.bidir:
+            raise InputError("choose reverse or bidirectional, not both")
+
+    def argv(self) -> List[str]:
+        """The client with JSON output and the server's own report (receiver side)."""
+        argv = ["iperf3", "-c", check_ip(self.server_ip), "-p", str(self.port),
+                "-t", f"{self.duration_s:g}", "-i", f"{self.interval_s:g}", "-J",
+                "--get-server-output"]
+        if self.omit_s:
+            argv += ["-O", f"{self.omit_s:g}"]
+        if self.window_bytes is not None:
+            argv += ["-w", str(self.window_bytes)]
+        if self.parallel > 1:
+            argv += ["-P", str(self.parallel)]
+        if self.reverse:
+            argv.append("-R")
+        if self.bidir:
+            argv.append("--bidir")
+        if self.udp:
+            argv += ["-u", "-b", rate_bps_arg(self.rate_mbps if self.rate_mbps is not None else 1)]
+        elif self.rate_mbps is not None:
+            argv += ["-b", rate_bps_arg(self.rate_mbps)]
+        return argv
+
+    def server_argv(self) -> List[str]:
+        """The server this client needs (:func:`iperf3_server_args` on its port)."""
+        return iperf3_server_args(self.port)
+
+    def call_args(self) -> Dict[str, Any]:
+        """What identifies the measurement in a saved probe call, as given: the window,
+        connections, direction, UDP and offered rate (durations, interval, warm-up and port
+        are left out: they follow the machine and the quick mode). Recorded results are
+        replayed by these keys (:mod:`labtools.lab.replay`): they never change."""
+        return {"window_bytes": self.window_bytes, "parallel": self.parallel,
+                "reverse": self.reverse, "bidir": self.bidir, "udp": self.udp,
+                "rate_mbps": self.rate_mbps}
 
 
 def iperf2_server_args(udp: bool = True, port: int = 5001) -> List[str]:
@@ -131,19 +186,48 @@ def iperf2_server_args(udp: bool = True, port: int = 5001) -> List[str]:
     return argv + (["-u"] if udp else [])
 
 
-def iperf2_udp_client_args(server_ip: str, rate_mbps: float, duration_s: float = 10,
-                           datagram_bytes: int = 1470, interval_s: Optional[float] = None,
-                           port: int = 5001) -> List[str]:
-    """``iperf -c IP -u -b RATE -l SIZE -t DURATION [-i I] -p PORT`` (iperf 2; ``RATE`` in
-    bits per second: see :func:`rate_bps_arg`)."""
-    check_duration(duration_s)
-    _check_int("datagram size", datagram_bytes, 16, 1472)
-    argv = ["iperf", "-c", check_ip(server_ip), "-u", "-b", rate_bps_arg(rate_mbps),
-            "-l", str(datagram_bytes), "-t", f"{duration_s:g}",
-            "-p", str(_check_int("port", port, 1024, 65_535))]
-    if interval_s is not None:
-        argv += ["-i", f"{_check_number('interval', interval_s, 0.5, 60, 's'):g}"]
-    return argv
+@dataclass(frozen=True)
+class Iperf2UdpOptions:
+    """What an iperf 2 UDP client is asked to do, checked when made (:class:`InputError`):
+    ``rate_mbps`` offered to ``server_ip`` for ``duration_s`` seconds in datagrams of
+    ``datagram_bytes``, interval reports every ``interval_s`` seconds (None: none), to
+    ``port``."""
+
+    server_ip: str
+    rate_mbps: float
+    _: KW_ONLY
+    duration_s: float = 10
+    datagram_bytes: int = 1470
+    interval_s: Optional[float] = None
+    port: int = 5001
+
+    def __post_init__(self) -> None:
+        check_ip(self.server_ip)
+        check_rate(self.rate_mbps)
+        check_duration(self.duration_s)
+        _check_int("datagram size", self.datagram_bytes, 16, 1472)
+        _check_int("port", self.port, 1024, 65_535)
+        if self.interval_s is not None:
+            _check_number("interval", self.interval_s, 0.5, 60, "s")
+
+    def argv(self) -> List[str]:
+        """``iperf -c IP -u -b RATE -l SIZE -t DURATION -p PORT [-i I]`` (``RATE`` in bits
+        per second: see :func:`rate_bps_arg`)."""
+        argv = ["iperf", "-c", check_ip(self.server_ip), "-u", "-b", rate_bps_arg(self.rate_mbps),
+                "-l", str(self.datagram_bytes), "-t", f"{self.duration_s:g}",
+                "-p", str(self.port)]
+        if self.interval_s is not None:
+            argv += ["-i", f"{self.interval_s:g}"]
+        return argv
+
+    def server_argv(self) -> List[str]:
+        """The UDP server this client needs, on its port."""
+        return iperf2_server_args(udp=True, port=self.port)
+
+    def call_args(self) -> Dict[str, Any]:
+        """What identifies the measurement in a saved probe call, as given: the offered
+        rate and the datagram size (the keys recorded results are replayed by)."""
+        return {"rate_mbps": self.rate_mbps, "datagram_bytes": self.datagram_bytes}
 
 
 def simpleperf_server_args(bind_ip: str, port: int = 8088) -> List[str]:
@@ -152,15 +236,46 @@ def simpleperf_server_args(bind_ip: str, port: int = 8088) -> List[str]:
             "-p", str(_check_int("port", port, 1024, 65_535)), "--json"]
 
 
-def simpleperf_client_args(server_ip: str, duration_s: float = 10, interval_s: float = 1,
-                           parallel: int = 1, port: int = 8088,
-                           wait_s: float = 0) -> List[str]:
-    """The kit's simpleperf client with JSON lines; ``wait_s``: seconds it keeps trying
-    while the server is still starting (``-w``; 0: it fails at once)."""
-    check_duration(duration_s)
-    _check_number("interval", interval_s, 0, 60, "s")
-    waiting = ["-w", f"{_check_number('wait', wait_s, 0, 60, 's'):g}"] if wait_s else []
-    return [*SIMPLEPERF, "-c", "-I", check_ip(server_ip),
-            "-p", str(_check_int("port", port, 1024, 65_535)), "-t", f"{duration_s:g}",
-            "-i", f"{interval_s:g}", "-P", str(_check_int("parallel", parallel, 1, 5)),
-            *waiting, "--json"]
+@dataclass(frozen=True)
+class SimpleperfOptions:
+    """What a simpleperf client is asked to do, checked when made (:class:`InputError`):
+    ``parallel`` connections to ``server_ip``:``port`` for ``duration_s`` seconds, a report
+    row every ``interval_s`` seconds (0: none), trying for ``wait_s`` seconds while the
+    server is still starting (``-w``; 0: it fails at once)."""
+
+    server_ip: str
+    _: KW_ONLY
+    duration_s: float = 10
+    interval_s: float = 1
+    parallel: int = 1
+    port: int = 8088
+    wait_s: float = 0
+
+    def __post_init__(self) -> None:
+        check_ip(self.server_ip)
+        check_duration(self.duration_s)
+        _check_number("interval", self.interval_s, 0, 60, "s")
+        _check_int("parallel", self.parallel, 1, 5)
+        _check_int("port", self.port, 1024, 65_535)
+        _check_number("wait", self.wait_s, 0, 60, "s")
+
+    def options(self) -> List[str]:
+        """The client's options without the program and ``--json`` (``-c -I -p -t -i -P
+        [-w]``): what a student's own simpleperf gets too."""
+        waiting = ["-w", f"{self.wait_s:g}"] if self.wait_s else []
+        return ["-c", "-I", check_ip(self.server_ip), "-p", str(self.port),
+                "-t", f"{self.duration_s:g}", "-i", f"{self.interval_s:g}",
+                "-P", str(self.parallel), *waiting]
+
+    def argv(self) -> List[str]:
+        """The kit's simpleperf client with JSON lines."""
+        return [*SIMPLEPERF, *self.options(), "--json"]
+
+    def server_argv(self) -> List[str]:
+        """The kit's server this client needs, on the client's server address and port."""
+        return simpleperf_server_args(self.server_ip, self.port)
+
+    def call_args(self) -> Dict[str, Any]:
+        """What identifies the measurement in a saved probe call, as given: the number of
+        connections (the key recorded results are replayed by)."""
+        return {"parallel": self.parallel}
