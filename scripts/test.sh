@@ -90,7 +90,7 @@ if [ -n "$hub_prep_pid" ]; then
     timings+=("$(printf '%5d s  %s' $(( $(date +%s) - t_hub_prep )) \
         "the hub's packages and lab image (in the background from the start)")")
     [ "$status" = 0 ] || { tail -30 results/hub/prepare.log; exit "$status"; }
-    $py -m pytest -q -s -m hub tests/test_hub.py tests/test_k8s.py
+    $py -m pytest -q -s -m hub tests/test_hub.py tests/test_lab_container.py tests/test_k8s.py
     stage_end
 fi
 
