@@ -92,7 +92,8 @@ def test_flows_are_judged_per_flow_and_together(capture):
                parse("iperf3", _text("iperf3", "tcp_omit.json"))]
     result = judge_flows(capture, flows, outputs, JudgeContext(), start_spread_ms=12.5)
     assert [v.metric for v in result.verdicts] == [
-        "share a1-b1", "share a2-b2", "sum of shares", "Jain's index (rate / fair share on B)"]
+        "share a1-b1", "share a2-b2", "sum of shares", "Jain's index (rate / fair share on B)",
+        "start spread"]
     # two flows measured one after the other, each alone at ~19 Mbit/s: together impossible
     assert result.verdicts[2].verdict == "invalid"
     assert result.summary.start_spread_ms == 12.5
@@ -197,3 +198,17 @@ def test_flows_that_share_no_bottleneck_have_no_fairness_index():
                          JudgeContext())
     assert [v.metric for v in shared.verdicts if v.metric.startswith("Jain")] == [
         "Jain's index (rate / fair share on L2)"]
+
+
+def test_flows_that_started_far_apart_say_little_about_sharing(capture):
+    """The start gate released two flows 3.1 s apart once, on a host loaded four times
+    over: the first ran alone for a third of the run. The set says so (inconclusive)."""
+    flows = parse_flows("a1:b1,a2:b2", capture)
+    outputs = [parse("iperf3", _text("iperf3", "tcp_p1.json"))] * 2
+    run_s = judge_flows(capture, flows, outputs, JudgeContext()).measurements[0].summary.duration_s
+    limit_ms = policy.START_SPREAD_MAX_FRACTION * run_s * 1e3
+    near = judge_flows(capture, flows, outputs, JudgeContext(), start_spread_ms=limit_ms / 2)
+    far = judge_flows(capture, flows, outputs, JudgeContext(), start_spread_ms=2 * limit_ms)
+    assert next(v for v in near.verdicts if v.metric == "start spread").verdict == "ok"
+    row = next(v for v in far.verdicts if v.metric == "start spread")
+    assert row.verdict == "inconclusive" and "ran alone" in row.reason

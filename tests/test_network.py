@@ -105,7 +105,8 @@ def test_tcp_goodput_within_the_ceiling(lab, src, dst):
 def test_concurrent_flows_are_judged_and_saved_with_their_start(lab):
     result = probes.concurrent_iperf3(lab, parse_flows("h1:h4,h2:h5", lab.topo), duration_s=8)
     assert [v.verdict for v in result.verdicts].count("invalid") == 0, result.verdicts
-    assert result.summary.start_spread_ms < 500
+    spread = next(v for v in result.verdicts if v.metric == "start spread")
+    assert spread.measured == result.summary.start_spread_ms
     runs = lab.store.runs(group_id=result.group_id)
     assert len(runs) == 2
     for _, run in runs.iterrows():
@@ -115,6 +116,7 @@ def test_concurrent_flows_are_judged_and_saved_with_their_start(lab):
         assert extra["start_spread_ms"] == result.summary.start_spread_ms
     back = lab.store.group(result.group_id)
     assert back.verdicts == result.verdicts and back.summary == result.summary
+    conclusive(spread)  # released together (a machine too slow to start them: inconclusive)
     conclusive(next(v for v in result.verdicts if v.metric == "sum of shares"))
 
 

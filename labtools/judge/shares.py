@@ -131,6 +131,25 @@ def _bottleneck_groups(topo: Topology, flows: Sequence[Flow], shares: Sequence[F
             if len(pairs) > 1}
 
 
+def _spread_verdict(spread_ms: Optional[float], measured: Sequence[Measurement],
+                    warmup_s: float) -> Optional[Verdict]:
+    """How far apart the flows started, against
+    :data:`~labtools.judge.policy.START_SPREAD_MAX_FRACTION` of the run: further apart, the
+    first flow ran alone for a while and the shares say little (``inconclusive``)."""
+    durations = [getattr(m.summary, "duration_s", None) for m in measured]
+    run_s = max((d for d in durations if d), default=0.0) + warmup_s
+    if spread_ms is None or run_s <= 0:
+        return None
+    limit_ms = policy.START_SPREAD_MAX_FRACTION * run_s * 1e3
+    if spread_ms <= limit_ms:
+        return Verdict("start spread", limit_ms, spread_ms, "ms", policy.OK,
+                       f"the flows started within {spread_ms:.0f} ms of each other")
+    return Verdict("start spread", limit_ms, spread_ms, "ms", policy.INCONCLUSIVE,
+                   f"inconclusive: the flows started {spread_ms:.0f} ms apart, more than "
+                   f"{policy.START_SPREAD_MAX_FRACTION:.0%} of the {run_s:.0f} s run (this "
+                   "machine was slow to start them): the first ran alone for a while")
+
+
 def judge_flows(topo: Topology, flows: Sequence[Flow], outputs: Sequence[Parsed],
                 context: JudgeContext, commands: Sequence[Sequence[str]] = (),
                 start_spread_ms: Optional[float] = None,
@@ -174,6 +193,9 @@ def judge_flows(topo: Topology, flows: Sequence[Flow], outputs: Sequence[Parsed]
         rows.append(verdicts.jain_verdict(jain, total_ok, label))
         jains.append(jain)
     jain = min((j for j in jains if j is not None), default=None)
+    spread_row = _spread_verdict(start_spread_ms, measured, context.warmup_s)
+    if spread_row is not None:
+        rows.append(spread_row)
     table = Rows.of(SHARES_COLUMNS, SHARES_DTYPES, [{
         "flow": f"{f.src}-{f.dst}", "connections": f.connections,
         "expected_share_mbps": s.share_mbps, "expected_goodput_mbps": g, "measured_mbps": r,
