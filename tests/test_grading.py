@@ -109,6 +109,17 @@ def test_the_release_is_exactly_the_kits_student_notebooks(course):
     for name in NAMES:
         released = (course / "release" / ASSIGNMENT / name).read_bytes()
         assert released == (ROOT / "notebooks" / name).read_bytes(), name
+        text = released.decode()
+        assert "BEGIN HIDDEN TESTS" not in text and "Rubric (" not in text, name
+
+
+def test_what_the_network_did_carries_no_points(course):
+    """check_network reports; every point is the student's (their computation, their
+    measurement, their explanation)."""
+    for name in NAMES:
+        nb = nbformat.read(str(SOLUTIONS / name), as_version=4)
+        graded = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("points")]
+        assert graded and not [c.id for c in graded if "check_network(" in c.source], name
 
 
 def test_a_completed_submission_gets_full_marks_from_its_recorded_measurements(full):
@@ -130,13 +141,23 @@ def test_a_completed_submission_gets_full_marks_from_its_recorded_measurements(f
 def test_a_wrong_answer_loses_exactly_its_cells_points_and_gets_its_explanation(course, full):
     """Reference-topology answers typed by hand are wrong for the student's variant
     (student1): the compute-it-first check of lab 0 loses its points and explains why,
-    without giving the expected number away."""
+    without giving the expected number away. A wrong answer behind a hidden test (lab 6's
+    units, whose visible check only asks for a number) loses its points too: autograding
+    puts the hidden test back."""
     edit = {"00-getting-started.ipynb": {"compute-answers": {
-        "rtt_h1_h4_ms = 2 * (L1.delay_ms + L2.delay_ms)": "rtt_h1_h4_ms = L1.delay_ms + L2.delay_ms"}}}
+        "rtt_h1_h4_ms = 2 * (L1.delay_ms + L2.delay_ms)": "rtt_h1_h4_ms = L1.delay_ms + L2.delay_ms"}},
+        "06-measurement-pitfalls.ipynb": {"units": {
+            "rate_10M_mbps = 1470 * 8 / 1121.52e-6 / 1e6": "rate_10M_mbps = 10.0"}}}
     _submit(course, "student2", edit=edit)
     wrong = _autograde(course, "student2")
-    lost = _grade_cells("00-getting-started.ipynb")["compute-check"]["points"]
+    lost = (_grade_cells("00-getting-started.ipynb")["compute-check"]["points"]
+            + _grade_cells("06-measurement-pitfalls.ipynb")["units-check"]["points"])
     assert wrong["score"] == full["score"] - lost, (wrong, full)
+    units = next(c for c in wrong["notebooks"]["06-measurement-pitfalls.ipynb"].cells
+                 if c.get("id") == "units-check")
+    assert "### BEGIN HIDDEN TESTS" in units.source  # nbgrader restored the hidden test
+    error = next(o for o in units.outputs if o.get("output_type") == "error")
+    assert "one 1470-byte datagram per gap" in error["evalue"]
     notebooks.nbgrader(["generate_feedback", ASSIGNMENT, "--student", "student2", "--force"],
                        course)
     html = (course / "feedback" / "student2" / ASSIGNMENT /

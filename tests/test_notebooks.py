@@ -1,5 +1,7 @@
-"""The lab notebooks: student versions up to date, nbgrader metadata, time-outs, and (marker
-``network``) every solution notebook executed top to bottom on a real network.
+"""The lab notebooks: student versions up to date, nbgrader metadata, time-outs, what a
+student can read (no answer in a visible check, hidden tests instead), what is graded
+(the student's work, never what the network did), rubrics, and (marker ``network``) every
+solution notebook executed top to bottom on a real network.
 
 The unit part reads the committed files only. The network part copies each solution into a
 temporary folder (so its results store lands there), runs it with ``LABTOOLS_QUICK=1`` (the
@@ -27,8 +29,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
 STUDENTS = ROOT / "notebooks"
 
-#: the course's notebooks, in order
-NAMES = [
+#: the measuring labs, in order (the introduction, the five test cases, the pitfalls)
+LABS = [
     "00-getting-started.ipynb",
     "01-udp-bandwidth-probing.ipynb",
     "02-link-latency-throughput.ipynb",
@@ -36,11 +38,14 @@ NAMES = [
     "04-multiplexing.ipynb",
     "05-parallel-connections.ipynb",
     "06-measurement-pitfalls.ipynb",
-    "07-write-simpleperf.ipynb",
 ]
+#: the course's notebooks, in order: the measuring labs, then any other lab (the
+#: programming lab, 07-write-simpleperf)
+NAMES = notebooks.notebook_names(SOLUTIONS)
 NBGRADER_KEYS = {"grade", "grade_id", "locked", "schema_version", "solution", "task"}
 #: a cell that measures or drives the network (a call on probes or on the lab session)
-MEASURES = re.compile(r"\bprobes\.\w+\(|\blab\.(?!expected\()\w+\(|\bprobe_capacity\(|MeasurementPanel\(")
+MEASURES = re.compile(r"\bprobes\.\w+\(|\blab\.(?!expected\(|context\()\w+\(|\bprobe_capacity\(|MeasurementPanel\("
+                      r"|\brun_on\(|\bping_under_load\(|\bcapacity_search\(")
 
 
 def _read(path: Path) -> Any:
@@ -61,7 +66,7 @@ def solution(request):
 
 
 def test_the_course_has_these_notebooks():
-    assert notebooks.notebook_names(SOLUTIONS) == NAMES
+    assert NAMES[:len(LABS)] == LABS
     assert notebooks.notebook_names(STUDENTS) == NAMES
     assert sorted(p.name for p in SOLUTIONS.glob("*.ipynb")) == NAMES
 
@@ -107,14 +112,118 @@ def test_grading_cells_are_locked_and_carry_points(solution):
     name, nb = solution
     tests = [c for c in _code_cells(nb)
              if _nbgrader(c).get("grade") and not _nbgrader(c).get("solution")]
-    assert len(tests) >= 3, f"{name}: too few grading cells"
+    assert len(tests) >= 2, f"{name}: too few grading cells"
     for cell in tests:
         meta = _nbgrader(cell)
         assert meta["locked"] is True, (name, cell.id)
         assert isinstance(meta.get("points"), (int, float)) and meta["points"] > 0, (name, cell.id)
-        assert "assert " in cell.source or "check_network(" in cell.source, (name, cell.id)
+        assert "assert " in cell.source, (name, cell.id)
     written = [c for c in nb.cells if c.cell_type == "markdown" and _nbgrader(c).get("grade")]
     assert written and all(_nbgrader(c).get("points", 0) > 0 for c in written), name
+
+
+def test_what_the_network_did_is_reported_never_graded(solution):
+    """check_network reports the network and the machine; no point rests on it, and no
+    grade cell calls it (a grade cell grades what the student can influence)."""
+    from labtools.teach.notebook import check_network  # noqa: F401 - it exists, and reports
+
+    name, nb = solution
+    for cell in _code_cells(nb):
+        if "check_network(" in cell.source:
+            assert not _nbgrader(cell), (name, cell.id, "a check_network cell is not graded")
+
+
+def _visible(source: str) -> str:
+    """A cell's source as a student's notebook shows it: hidden tests and answers cut."""
+    for begin, end in (("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"),
+                       ("### BEGIN SOLUTION", "### END SOLUTION")):
+        source = re.sub(rf"{begin}.*?{end}", "", source, flags=re.S)
+    return source
+
+
+#: what a visible check must not hold: the kit's calculators and the formulas' constants
+ANSWER_IN_SIGHT = re.compile(r"\bexpect\.|\blab\.expected\(|\.expected\.|exercises\.solve|"
+                             r"\bjain_index\(|\bjudge_capacity\(|\bloaded_rtt\(|"
+                             r"\b(1448|1514|1470|1512)\b")
+
+
+def test_visible_checks_hold_no_answer(solution):
+    """A grade cell the student can read shows no expected value, no formula and no kit
+    calculator that would answer it: such checks are nbgrader's hidden tests."""
+    name, nb = solution
+    for cell in _code_cells(nb):
+        if _nbgrader(cell).get("grade") and not _nbgrader(cell).get("solution"):
+            found = ANSWER_IN_SIGHT.findall(_visible(cell.source))
+            assert not found, (name, cell.id, found)
+            if "### BEGIN HIDDEN TESTS" in cell.source:
+                assert cell.source.count("### BEGIN HIDDEN TESTS") == \
+                    cell.source.count("### END HIDDEN TESTS"), (name, cell.id)
+                assert "assert " in _visible(cell.source), \
+                    (name, cell.id, "a hidden check keeps a visible one: the answer's form")
+
+
+def test_student_notebooks_call_no_expected_values(solution):
+    """In a student's lab ``lab.expected()`` refuses (LABTOOLS_MODE=student): no cell a
+    student runs may call it."""
+    name, nb = solution
+    for cell in _code_cells(nb):
+        assert not re.search(r"\blab\.expected\(", _visible(cell.source)), (name, cell.id)
+
+
+def test_every_written_answer_has_a_rubric_for_the_grader(solution):
+    """Each free-text question's solution says what a full answer names, point by point,
+    for the instructor in formgrader (the rubric sits inside the solution: students never
+    see it)."""
+    name, nb = solution
+    written = [c for c in nb.cells if c.cell_type == "markdown" and _nbgrader(c).get("grade")]
+    for cell in written:
+        answer = cell.source.split("### BEGIN SOLUTION", 1)[-1].split("### END SOLUTION")[0]
+        rubric = re.search(r"Rubric \((\d+) points?\)", answer)
+        assert rubric, (name, cell.id, "no rubric inside the solution")
+        assert int(rubric.group(1)) == _nbgrader(cell)["points"], (name, cell.id)
+
+
+def test_every_notebook_says_how_long_it_takes(solution):
+    name, nb = solution
+    intro = nb.cells[0].source
+    assert re.search(r"\*\*(Time:|How long it takes\.)\*\*[^\n]*\d+ (minutes|hours?)", intro), name
+
+
+def test_every_lab_has_a_step_run_by_hand(solution):
+    """At least one step where the student runs a tool on a node and reads its output."""
+    name, nb = solution
+    assert any(re.search(r"\b(run_on|by_hand)\(", c.source) for c in _code_cells(nb)), name
+
+
+@pytest.mark.parametrize("name", LABS)
+def test_every_measurement_shows_its_command_and_output(name):
+    """Beside every result, the exact command that ran and its raw output (folded)."""
+    nb = _read(SOLUTIONS / name)
+    for cell in _code_cells(nb):
+        if any(call in cell.source for call in MEASURING_CALLS):
+            assert "show_runs(" in cell.source, (name, cell.id)
+
+
+#: formulas a compute-it-first question must not find above it (outside a folded hint)
+FORMULAS = re.compile(r"× ?1448 ?/ ?1514|× ?1470 ?/ ?1512|window / RTT|rate × RTT|"
+                      r"bottleneck ×|step by step: count|J = |time to\s+drain every full queue")
+
+
+@pytest.mark.parametrize("name", LABS)
+def test_compute_it_first_questions_come_before_their_formula(name):
+    """The text between a section's start and a compute-it-first answer cell gives the
+    facts, not the formula that answers it (a formula may sit in a folded hint)."""
+    nb = _read(SOLUTIONS / name)
+    above: List[str] = []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and cell.source.startswith("## "):
+            above = []
+        if cell.cell_type == "markdown" and not _nbgrader(cell):
+            above.append(re.sub(r"<details>.*?</details>", "", cell.source, flags=re.S))
+        if _nbgrader(cell).get("solution") and cell.cell_type == "code":
+            found = [f for text in above for f in FORMULAS.findall(text)]
+            assert not found, (name, cell.id, found)
+            above = []
 
 
 def test_every_measuring_cell_declares_a_timeout(solution):
@@ -185,6 +294,13 @@ def test_solution_runs_top_to_bottom_on_a_real_network(name, tmp_path, monkeypat
         assert not errors, (cell.id, errors)
     graded = [c for c in _code_cells(executed) if _nbgrader(c).get("grade")]
     assert graded and all(c.execution_count for c in graded), name
+    # not graded, but a network that produced the impossible is the kit's fault (or the VM's)
+    from labtools.teach.notebook import NETWORK_LINE
+
+    reports = [line for c in _code_cells(executed) if "check_network(" in c.source
+               for o in c.outputs for line in o.get("text", "").splitlines()
+               if line.startswith(NETWORK_LINE)]
+    assert reports and not [r for r in reports if r.startswith(f"{NETWORK_LINE} invalid")], reports
     runs = ResultStore(folder / "results" / "labtools.sqlite").runs()  # beside the notebook
     assert len(runs) >= 1 and (runs["status"] == "ok").all(), runs
     assert _leftovers() == before
@@ -210,6 +326,16 @@ def _names(source: str):
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             loaded.add(node.id)
     return stored, loaded
+
+
+def _filled(statement) -> set:
+    """Names of the lists a statement appends to (``my_runs.append(m)`` inside a function
+    that measures: the list holds the probes' own results)."""
+    import ast
+
+    return {node.func.value.id for node in ast.walk(statement)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("append", "extend") and isinstance(node.func.value, ast.Name)}
 
 
 def test_grade_cells_that_need_a_measurement_are_tagged_measured(solution):
@@ -248,11 +374,13 @@ def test_measured_checks_read_the_measurement_before_the_students_answer(solutio
             reads = {n.id for n in ast.walk(first)
                      if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
             assert reads & measured <= probe_results, (name, cell.id, reads & measured)
+            # and it uses one (an attribute of a recorded measurement: a missing one raises)
+            assert any(isinstance(n, ast.Attribute) for n in ast.walk(first)), (name, cell.id)
         code = "\n".join("" if ln.lstrip().startswith(("%", "!")) else ln
                          for ln in cell.source.splitlines())  # IPython magics: no Python
         for statement in ast.parse(code).body:
             text = ast.get_source_segment(code, statement) or ""
             if any(call in text for call in MEASURING_CALLS):
-                probe_results |= _names(text)[0] - {"lab", "topo"}
+                probe_results |= (_names(text)[0] | _filled(statement)) - {"lab", "topo"}
         if any(call in cell.source for call in MEASURING_CALLS) or loaded & measured:
             measured |= stored - {"lab", "topo"}
