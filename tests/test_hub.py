@@ -294,12 +294,18 @@ def http(course: Course, url: str, method: str = "GET", body: Any = None,
 
 
 def wait_for(driver: Any, css: str, timeout_s: float) -> None:
+    """Until an element ``css`` is shown (JupyterLab redraws its page as it starts: an
+    element found may be gone a moment later, and is looked for again)."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
 
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if [e for e in driver.find_elements(By.CSS_SELECTOR, css) if e.is_displayed()]:
-            return
+        try:
+            if [e for e in driver.find_elements(By.CSS_SELECTOR, css) if e.is_displayed()]:
+                return
+        except StaleElementReferenceException:
+            pass
         time.sleep(1)
     raise AssertionError(f"never appeared: {css} (at {driver.current_url})")
 
@@ -390,6 +396,7 @@ def test_instructor_releases_the_lab(course: Course):
 def run_lab_in_browser(person: Person) -> str:
     """The fetched notebook, opened from the file browser and run top to bottom; the
     text of its outputs."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
 
     driver = person.driver
@@ -397,7 +404,11 @@ def run_lab_in_browser(person: Person) -> str:
     wait_for(driver, ".jp-NotebookPanel .jp-Cell", 120)
     deadline = time.monotonic() + 180  # the kernel starts: its status says Idle
     while time.monotonic() < deadline:
-        items = [e.text for e in driver.find_elements(By.CSS_SELECTOR, ".jp-StatusBar-TextItem")]
+        try:
+            items = [e.text for e in
+                     driver.find_elements(By.CSS_SELECTOR, ".jp-StatusBar-TextItem")]
+        except StaleElementReferenceException:  # redrawn meanwhile: look again
+            items = []
         if any(re.search(r"\(ipykernel\) \| Idle$", t.strip()) for t in items):
             break
         time.sleep(1)
@@ -405,10 +416,13 @@ def run_lab_in_browser(person: Person) -> str:
     time.sleep(3)
     deadline, settled = time.monotonic() + RUN_S, 0
     while time.monotonic() < deadline:  # done: idle, nothing queued, the lab's cell ran
-        prompts = [p.get_attribute("textContent") or "" for p in
-                   driver.find_elements(By.CSS_SELECTOR, ".jp-CodeCell .jp-InputPrompt")]
-        idle = driver.find_elements(By.CSS_SELECTOR,
-                                    ".jp-Notebook-ExecutionIndicator[data-status='idle']")
+        try:
+            prompts = [p.get_attribute("textContent") or "" for p in
+                       driver.find_elements(By.CSS_SELECTOR, ".jp-CodeCell .jp-InputPrompt")]
+            idle = driver.find_elements(By.CSS_SELECTOR,
+                                        ".jp-Notebook-ExecutionIndicator[data-status='idle']")
+        except StaleElementReferenceException:
+            prompts, idle = [], []
         ran = bool(prompts) and bool(re.search(r"\d", prompts[0]))
         settled = settled + 1 if idle and ran and not any("*" in p for p in prompts) else 0
         if settled >= 3:
@@ -417,7 +431,13 @@ def run_lab_in_browser(person: Person) -> str:
     else:
         raise AssertionError(f"{person.name}: the lab did not finish within {RUN_S} s")
     driver.save_screenshot(str(OUT / f"{person.name}-lab.png"))
-    return "\n".join(o.text for o in driver.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output"))
+    for _ in range(5):
+        try:
+            return "\n".join(o.text for o in
+                             driver.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output"))
+        except StaleElementReferenceException:
+            time.sleep(1)
+    raise AssertionError(f"{person.name}: the outputs kept changing")
 
 
 def click_menu(driver: Any, menu: str, item: str) -> None:
