@@ -314,3 +314,23 @@ def test_a_repeated_call_missing_from_the_results_is_missing_as_a_whole(tmp_path
     assert isinstance(m, MissingMeasurement) and lab.step == 3
     with pytest.raises(ReplayError, match="no results store"):
         _ = m.summary
+
+
+@pytest.mark.parametrize("script", ["scripts/lab.sh", "scripts/lab-service.sh"])
+def test_the_lab_launchers_take_a_students_or_an_instructors_mode(script, tmp_path):
+    """make lab and the lab VM's service: a student's lab by default, LABTOOLS_MODE=instructor
+    the whole kit; another mode is one line and exit status 2, before anything is started
+    or written."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    text = (root / script).read_text()
+    assert "LABTOOLS_MODE:-student" in text and "notebooks workspace" in text
+    assert "--ServerApp.root_dir=$root" in text or '--ServerApp.root_dir="$root"' in text
+    env = dict(os.environ, LABTOOLS_MODE="teacher", LAB_PORT="8899")
+    proc = subprocess.run(["bash", str(root / script), str(tmp_path / "venv")], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 2 and proc.stderr.strip().endswith("student or instructor")
+    assert len(proc.stderr.strip().splitlines()) == 1 and not (tmp_path / "venv").exists()
