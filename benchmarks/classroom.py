@@ -146,7 +146,8 @@ def native_size(n: int, limit_s: float) -> Dict[str, Any]:
         home = WORK / f"home-{uid}"
         home.mkdir(exist_ok=True)
         os.chown(home, uid, uid)
-        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8"}
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8",
+               "PYTHONPATH": str(ROOT)}  # the kit of this checkout, whatever the venv has
         groups.append(Accounting(f"lab-{uid}"))
         procs.append(subprocess.Popen(
             ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", PY, "-c",
