@@ -202,7 +202,10 @@ def native_size(n: int, limit_s: float) -> Dict[str, Any]:
 
 
 def native(sizes: List[int], limit_s: float) -> Dict[str, Any]:
-    """Every size, until one fails or starts too slowly."""
+    """Every size, until one fails or starts too slowly (each lab's folder made anew)."""
+    import shutil
+
+    shutil.rmtree(WORK, ignore_errors=True)
     rows: List[Dict[str, Any]] = []
     for n in sizes:
         say(f"class: {n} lab(s) natively, at once")
