@@ -91,9 +91,8 @@ def settled_available_mib(tolerance_mib: float = 2.0, tries: int = 10) -> float:
 
 def machine_info() -> Dict[str, Any]:
     """The machine, kernel, emulation mode and versions a benchmark ran with."""
-    from labtools import __version__
+    from labtools import __version__, settings
     from labtools.system.capabilities import tool_info
-    from labtools.system.vm import emulation_mode
 
     cpu = ""
     for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -105,7 +104,7 @@ def machine_info() -> Dict[str, Any]:
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "host": platform.node(), "cpu": cpu, "cores": os.cpu_count(),
         "memory_gib": round(meminfo_mib("MemTotal") / 1024, 1), "kernel": platform.release(),
-        "emulation": emulation_mode(), "python": platform.python_version(),
+        "emulation": settings.current().emulation.value, "python": platform.python_version(),
         "labtools": __version__, "commit": commit,
         "versions": {t: tool_info(t).version
                      for t in ("iperf3", "iperf", "ping", "mn", "qemu", "vng")},

@@ -45,13 +45,13 @@ def one_network() -> Dict[str, List[float]]:
         for src, dst in plan.pairs:
             exp, ip = lab.expected(src, dst), lab.ip_towards(src, dst)
             say(f"naive: ping -c 10 {src}->{dst}")
-            ping = parse("ping", lab.run(src, ["ping", "-c", "10", ip], 40)).summary
+            ping = parse("ping", lab.run(src, ["ping", "-c", "10", ip], 40).text).summary
             ratios["avg_rtt / expected"].append(ping["avg_ms"] / exp.rtt_ms)
             ratios["min_rtt / expected"].append(ping["min_ms"] / exp.rtt_ms)
             say(f"naive: iperf3 -c (defaults) {src}->{dst}")
             with lab.server(dst, ["iperf3", "-s", "-1", "-p", str(PORT)], PORT):
                 tcp = parse("iperf3", lab.run(src, ["iperf3", "-c", ip, "-p", str(PORT), "-J"],
-                                              60)).summary
+                                              60).text).summary
             ratios["iperf3 receiver avg / ceiling"].append(
                 tcp["receiver_mbps"] / exp.tcp_goodput_ceiling_mbps)
             ratios["iperf3 sender / ceiling"].append(
@@ -62,7 +62,7 @@ def one_network() -> Dict[str, List[float]]:
         with lab.server(dst, ["iperf", "-s", "-u", "-p", str(PORT)], PORT, udp=True):
             udp = parse("iperf", lab.run(src, ["iperf", "-c", ip, "-u", "-p", str(PORT), "-b",
                                                f"{exp.bottleneck_mbps:g}M", "-t", "10"],
-                                         60)).summary
+                                         60).text).summary
         ratios["udp sent / bottleneck"].append(udp["sender_mbps"] / exp.bottleneck_mbps)
         if udp.get("receiver_mbps"):
             ratios["udp received / bottleneck"].append(udp["receiver_mbps"] / exp.bottleneck_mbps)

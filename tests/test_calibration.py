@@ -9,11 +9,12 @@ from typing import Iterator, List, Optional, Tuple
 
 import pytest
 
+from labtools import settings
 from labtools.lab import calibration
+from labtools.lab.processes import ToolOutput
 from labtools.model.calibration import CALIBRATION_DELAY_MS, CalibrationNetwork
 from labtools.model.catalog import load_topology
 from labtools.model.topology import HOST, Link, Node, Topology
-from labtools.system.vm import emulation_mode
 from tests.conftest import FIXTURES
 
 #: a dense ping over an unshaped link, one across the 5 ms link, an iperf3 -O 1 transfer
@@ -32,13 +33,13 @@ class FixtureRunner:
         self.runs: List[Tuple[str, List[str]]] = []
         self.servers: List[Tuple[str, List[str], Optional[int]]] = []
 
-    def run(self, host: str, argv: List[str], timeout_s: float) -> str:
+    def run(self, host: str, argv: List[str], timeout_s: float) -> ToolOutput:
         self.runs.append((host, argv))
         if argv[0] == "iperf3":
             assert self.servers, "the client ran before its server"
-            return TRANSFER
+            return ToolOutput(TRANSFER, 0)
         a, r1, r2, _b = self.net.nodes
-        return UNSHAPED if argv[-1] == self.net.address(a, r1) else DELAYED
+        return ToolOutput(UNSHAPED if argv[-1] == self.net.address(a, r1) else DELAYED, 0)
 
     def start_process(self, host: str, argv: List[str]) -> None:
         raise AssertionError("the calibration waits for every tool it runs")
@@ -90,4 +91,6 @@ def test_the_emulation_mode_is_what_the_vm_runner_set(monkeypatch, in_vm, mode, 
             monkeypatch.delenv(name, raising=False)
         else:
             monkeypatch.setenv(name, value)
-    assert emulation_mode() == expected
+    assert settings.current().emulation.value == expected
+    net = CalibrationNetwork.beside(load_topology("portfolio"))
+    assert calibration.calibrate(FixtureRunner(net), net).emulation == expected

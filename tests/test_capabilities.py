@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from labtools import settings
 from labtools.errors import ParseError
 from labtools.system import capabilities as caps
 from labtools.system import doctor as doctor_cmd
@@ -255,11 +256,14 @@ def test_doctor_report_on_this_machine(tmp_path, monkeypatch, capsys):
                                         "bridge utilities"))
     expected = expected and (by_name["netem in this kernel"] or by_name["VM runner"])
     assert status == (0 if expected else 1)
+    assert {s["name"]: s["value"] for s in full["settings"]}["LABTOOLS_CACHE_DIR"] == str(tmp_path)
     run(argparse.Namespace(json=False, recheck=False))
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == len(report) + 2
-    assert all(line[:5] in ("ok   ", "FAIL ") for line in lines[:-2])
-    assert lines[-1] == "calibration: none yet (a lab measures this machine when it starts)"
+    shown = len(settings.VARIABLES) + 1  # the settings in force, under a heading
+    assert len(lines) == len(report) + 2 + shown
+    assert all(line[:5] in ("ok   ", "FAIL ") for line in lines[:len(report)])
+    assert lines[-shown - 1] == "calibration: none yet (a lab measures this machine when it starts)"
+    assert f"  LABTOOLS_CACHE_DIR={tmp_path}" in lines[-shown:]
 
 
 def test_doctor_shows_the_last_calibration_and_whether_the_lab_fits(tmp_path, monkeypatch):

@@ -21,6 +21,7 @@ from typing import Dict
 
 import pytest
 
+from labtools import settings
 from labtools.cli import main
 from labtools.system import cleanup, vm_leftovers
 from labtools.system.cleanup import (
@@ -327,7 +328,7 @@ def test_a_runner_folder_is_stale_only_when_its_owner_is_gone(tmp_path, monkeypa
     assert found.folders == [str(stale)] and "1 VM folder" in found.describe()
     done = remove(Leftovers(folders=found.folders))
     assert done.folders == [str(stale)] and not stale.exists() and live.exists()
-    monkeypatch.setenv(vm_leftovers.IN_VM_VARIABLE, "1")  # a guest never touches them
+    monkeypatch.setenv(settings.IN_VM, "1")  # a guest never touches them
     (live / vm_leftovers.VM_OWNER_FILE).write_text(f"{dead.pid}\n")
     assert find_leftovers().folders == []
 

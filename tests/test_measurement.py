@@ -14,7 +14,7 @@ from labtools.judge.shares import flows_spec, judge_flows
 from labtools.model import expect
 from labtools.model.catalog import load_topology
 from labtools.model.fairness import parse_flows
-from labtools.results.records import RunRecord
+from labtools.results.records import GroupRecord, RunRecord
 from labtools.results.store import ResultStore
 from labtools.tools.parsers import parse
 from labtools.tools.summaries import RateSummary, RttSummary, UdpSummary, steady_receiver_mbps
@@ -136,8 +136,9 @@ def test_a_saved_measurement_is_rebuilt_without_a_network(tmp_path, capture):
                      started_at="2026-11-22T10:00:00+00:00")
     run_id = store.save(RunRecord.from_measurement(m, topology=capture, session_id="s1", step=3))
     saved = store.get(run_id)
-    assert saved.verdicts == [v.as_dict() for v in m.verdicts] and saved.verdicts
-    assert saved.call == call.as_dict() and saved.step == 3 and saved.session_id == "s1"
+    assert saved.verdicts == m.verdicts and saved.verdicts
+    assert saved.call == call and saved.step == 3 and saved.session_id == "s1"
+    assert saved.context == m.context and saved.exit_status is None  # parsed from a file
     back = store.measurement(run_id)
     assert back.verdicts == m.verdicts and back.summary == m.summary
     assert back.call == call and back.context == m.context and back.run_id == run_id
@@ -151,8 +152,10 @@ def test_a_saved_group_is_rebuilt(tmp_path, capture):
     result = judge_flows(capture, flows, [parse("iperf3", r) for r in raws], JudgeContext(), start_spread_ms=3.0)
     for m in result.measurements:
         store.save(RunRecord.from_measurement(m, topology=capture, group_id="g1"))
-    store.save_group("g1", "flows", {"flows": flows_spec(flows), "start_spread_ms": 3.0},
-                     result.summary.as_dict(), [v.as_dict() for v in result.verdicts])
+    store.save_group(GroupRecord("g1", "flows", {"flows": flows_spec(flows),
+                                                 "start_spread_ms": 3.0},
+                                 result.summary, result.verdicts))
+    assert store.groups()[0].summary == result.summary
     back = store.group("g1")
     assert back.verdicts == result.verdicts and back.summary == result.summary
     assert [m.verdicts for m in back.measurements] == [m.verdicts for m in result.measurements]

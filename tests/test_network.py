@@ -62,7 +62,7 @@ def test_the_machine_is_calibrated_and_saved_with_every_run(lab):
     assert machine is not None and machine.forward_mbps > 0
     assert 0 < machine.unshaped_link_ms < 5 and 0 <= machine.delayed_link_late_ms < 5
     m = probes.ping(lab, "r1", "r2")
-    assert lab.store.get(m.run_id).context["machine"] == machine.as_dict()
+    assert lab.store.get(m.run_id).context.machine == machine
 
 
 @pytest.mark.parametrize("src, dst", LINKS + PATHS)
@@ -75,7 +75,8 @@ def test_min_rtt_matches_the_topology(lab, src, dst):
     assert m.verdicts[0].metric == "rtt_min"  # the minimum; an inflated average is rtt_avg's
     conclusive(m.verdicts[0])
     saved = lab.store.get(m.run_id)
-    assert saved.verdicts == [v.as_dict() for v in m.verdicts] and saved.step == lab.step
+    assert saved.verdicts == m.verdicts and saved.step == lab.step
+    assert saved.exit_status == m.exit_status == 0
 
 
 @pytest.mark.parametrize("src, dst", PATHS)
@@ -112,7 +113,7 @@ def test_concurrent_flows_are_judged_and_saved_with_their_start(lab):
     for _, run in runs.iterrows():
         took = (run["finished_at"] - run["started_at"]).total_seconds()
         assert took >= 8, (run["started_at"], run["finished_at"])
-        extra = lab.store.get(int(run["id"])).context["extra"]
+        extra = lab.store.get(int(run["id"])).extra
         assert extra["start_spread_ms"] == result.summary.start_spread_ms
     back = lab.store.group(result.group_id)
     assert back.verdicts == result.verdicts and back.summary == result.summary
@@ -128,7 +129,7 @@ PEER_GONE = ("closed unexpectedly", "Connection reset by peer", "Broken pipe")
 
 def _established(lab, host: str, port: int) -> int:
     """TCP connections established to ``port`` on ``host`` (iperf3: control + data)."""
-    out = lab.run(host, ["ss", "-Htn", "state", "established", "sport", f"= :{port}"], 10)
+    out = lab.run(host, ["ss", "-Htn", "state", "established", "sport", f"= :{port}"], 10).text
     return len([line for line in out.splitlines() if line.strip()])
 
 

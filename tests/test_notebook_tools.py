@@ -195,8 +195,10 @@ class _HandLab:
         return name
 
     def run(self, node, argv, timeout_s):
+        from labtools.lab.processes import ToolOutput
+
         self.ran.append((node, argv, timeout_s))
-        return "3 packets transmitted, 3 received\n"
+        return ToolOutput("3 packets transmitted, 3 received\n", 0)
 
     def server(self, host, argv, port, udp=False):
         import contextlib

@@ -86,8 +86,9 @@ def test_a_lab_records_who_measured_with_every_run(tmp_path, monkeypatch):
                          results=tmp_path / f"{user or 'none'}.sqlite", case="intro")
         lab.open_store()
         run_id = lab.save(measurement)
-        saved = ResultStore(tmp_path / f"{user or 'none'}.sqlite", create=False).get(run_id)
-        assert saved.context["student"] == expected
+        saved = ResultStore(tmp_path / f"{user or 'none'}.sqlite", create=False)
+        assert saved.get(run_id).student == expected
+        assert [o.student for o in ownership.recorded_owners(saved, "intro")] == [expected]
 
 
 def test_on_jupyterhub_the_variant_defaults_to_the_students_id(tmp_path, monkeypatch):

@@ -55,7 +55,7 @@ def test_each_call_gets_the_students_own_measurement_in_order(folder):
     for m in (first, second):
         saved = store.get(m.run_id)
         assert saved.case == "path" and m.run_id in set(recorded["id"])
-        assert [v.as_dict() for v in m.verdicts] == saved.verdicts  # judged again, the same
+        assert m.verdicts == saved.verdicts  # judged again, the same
         assert m.expected.rtt_ms == lab.expected(m.src, m.dst).rtt_ms
     tcp = probes.iperf3(lab, "h1", "h4")
     assert tcp.tool == "iperf3" and tcp.summary.receiver_mbps > 0

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from labtools.errors import InputError
-from labtools.results.records import rebuild_table
+from labtools.results.columns import rebuild_table
 from labtools.tools.parsers import parse
 from labtools.tools.rows import TIME_DTYPE, Rows
 

@@ -243,6 +243,7 @@ def test_the_probe_refuses_an_incomplete_run(name: str, complete: bool) -> None:
     from contextlib import contextmanager
 
     from labtools.lab import probes
+    from labtools.lab.processes import ToolOutput
     from labtools.lab.session import LabSession
 
     class Running:
@@ -255,7 +256,7 @@ def test_the_probe_refuses_an_incomplete_run(name: str, complete: bool) -> None:
 
     lab = LabSession("portfolio", results=None)
     failures: list = []
-    lab.run = lambda host, argv, timeout_s: fixture(name)  # type: ignore[method-assign]
+    lab.run = lambda host, argv, timeout_s: ToolOutput(fixture(name), 0)  # type: ignore[method-assign]
     lab.server = server  # type: ignore[method-assign]
     lab.save_failure = lambda *args, **kw: failures.append(args)  # type: ignore[method-assign]
     if complete:

@@ -34,7 +34,7 @@ from labtools.judge.measurement import JudgeContext, judge_parsed
 from labtools.judge.shares import judge_flows
 from labtools.model.catalog import load_topology
 from labtools.model.fairness import parse_flows
-from labtools.results.records import RunRecord
+from labtools.results.records import GroupRecord, RunRecord
 from labtools.results.store import ResultStore
 from labtools.tools.parsers import parse
 
@@ -54,8 +54,7 @@ search = judge_capacity(topo, "h1", "h4", [udp, udp], ["rise", "bisect"], [10.0,
 for m in [ping, udp, *flows.measurements]:
     store.save(RunRecord.from_measurement(m))
 for kind, result in (("flows", flows), ("capacity", search)):
-    store.save_group(kind + "-1", kind, {}, result.summary.as_dict(),
-                     [v.as_dict() for v in result.verdicts])
+    store.save_group(GroupRecord(kind + "-1", kind, {}, result.summary, result.verdicts))
 print(len(store.query("SELECT id FROM runs")), "pandas" in sys.modules)
 """
 

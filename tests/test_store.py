@@ -20,7 +20,10 @@ import pytest
 from conftest import FIXTURES, ROOT, run_cli
 
 from labtools.errors import InputError, LabtoolsError, StoreError
-from labtools.results.store import SCHEMA_VERSION, ResultStore, RunRecord, environment_metadata
+from labtools.judge.verdicts import Verdict
+from labtools.results.records import environment
+from labtools.results.store import SCHEMA_VERSION, ResultStore, RunRecord
+from labtools.settings import Emulation
 
 SP_FIXTURES = sorted((FIXTURES / "simpleperf").glob("*.jsonl"))
 #: parser module -> (tool name, fixture folder, fixture pattern)
@@ -148,15 +151,18 @@ def test_bad_records_refused(store):
     assert store.runs().empty
 
 
-def test_environment(monkeypatch, store):
-    monkeypatch.setenv("LABTOOLS_IN_VM", "1")
-    env = environment_metadata()
-    assert env["emulation"] == "vm"
-    assert env["kernel"] == os.uname().release and env["host"] == os.uname().nodename
+@pytest.mark.parametrize("in_vm, mode, word", [("1", "kvm", "vm-kvm"), ("1", "tcg", "vm-tcg"),
+                                               ("", "", "native")])
+def test_environment(monkeypatch, store, in_vm, mode, word):
+    """The run says where it ran in the calibration's words (one vocabulary)."""
+    monkeypatch.setenv("LABTOOLS_IN_VM", in_vm)
+    monkeypatch.setenv("LABTOOLS_VM_MODE", mode)
+    env = environment()
+    assert env.emulation.value == word
+    assert env.kernel == os.uname().release and env.host == os.uname().nodename
     run_id = store.save(RunRecord(tool="ping"))
-    assert store.get(run_id).emulation == "vm"
-    monkeypatch.delenv("LABTOOLS_IN_VM")
-    assert environment_metadata()["emulation"] == "native"
+    assert store.get(run_id).emulation is Emulation(word)
+    assert list(store.runs(emulation=word)["id"]) == [run_id]
 
 
 def test_schema_version(tmp_path):
@@ -321,21 +327,7 @@ def test_two_writers(tmp_path):
 def test_a_version_1_file_is_upgraded_in_place(tmp_path):
     """A results file written by the kit before schema 2 keeps its runs and gains the
     columns of version 2 (session, step, call, group, context) and the groups table."""
-    path = tmp_path / "v1.sqlite"
-    con = sqlite3.connect(path)
-    con.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
-    con.execute("INSERT INTO schema_version VALUES (1)")
-    con.execute(importlib.import_module("labtools.results.schema").RUNS_V1)
-    con.execute("CREATE TABLE samples (run_id INTEGER NOT NULL, row INTEGER NOT NULL, "
-                "values_json TEXT NOT NULL, PRIMARY KEY (run_id, row))")
-    con.execute(
-        "INSERT INTO runs (schema_version, started_at, finished_at, params_json, tool, "
-        "command_json, command, kernel, emulation, host, python, labtools_version, status, "
-        "summary_json, raw_output, verdicts_json, table_json, n_samples) VALUES (1, "
-        "'2026-11-01T10:00:00+00:00', '2026-11-01T10:00:05+00:00', '{}', 'ping', '[]', '', "
-        "'6.1.0', 'vm', 'h', '3.11', '0.1.0', 'ok', '{\"min_ms\": 61.2}', 'PING', '[]', '[]', 0)")
-    con.commit()
-    con.close()
+    path = _version_1_file(tmp_path / "v1.sqlite")
     store = ResultStore(path)
     runs = store.runs()
     assert list(runs["id"]) == [1] and runs.iloc[0]["summary.min_ms"] == 61.2
@@ -355,8 +347,8 @@ def _saved_store(tmp_path) -> Path:
     store = ResultStore(tmp_path / "r.sqlite")
     for name in ("tcp_p1", "udp_p1", "tcp_p3"):
         parsed = iperf3.parse((FIXTURES / "iperf3" / f"{name}.json").read_text())
-        store.save(RunRecord.from_parsed(parsed, src="h1", dst="h4", case="path",
-                                         verdicts=[{"metric": "receiver_mbps", "verdict": "ok"}]))
+        store.save(RunRecord.from_parsed(parsed, src="h1", dst="h4", case="path", verdicts=[
+            Verdict("receiver_mbps", 28.7, 27.9, "Mbit/s", "ok", "as expected")]))
     return store.path
 
 
@@ -446,11 +438,28 @@ def test_another_programs_database_is_not_taken_over(tmp_path):
     assert _sha(path) == before
 
 
+#: ``runs`` as labtools made it at schema versions 1 and 2 (RUNS_V1 in
+#: git show f208bc0:labtools/results/schema.py; version 2 added columns to it)
+RUNS_V1 = """CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, schema_version INTEGER NOT NULL,
+    started_at TEXT NOT NULL, finished_at TEXT NOT NULL,
+    topology TEXT NOT NULL DEFAULT '', topology_json TEXT, params_json TEXT NOT NULL,
+    src TEXT NOT NULL DEFAULT '', dst TEXT NOT NULL DEFAULT '',
+    tool TEXT NOT NULL, tool_version TEXT NOT NULL DEFAULT '',
+    command_json TEXT NOT NULL, command TEXT NOT NULL,
+    kernel TEXT NOT NULL, emulation TEXT NOT NULL CHECK (emulation IN ('native', 'vm')),
+    host TEXT NOT NULL, python TEXT NOT NULL, labtools_version TEXT NOT NULL,
+    "case" TEXT NOT NULL DEFAULT '', label TEXT NOT NULL DEFAULT '',
+    status TEXT NOT NULL CHECK (status IN ('ok', 'error')), error TEXT,
+    summary_json TEXT NOT NULL, raw_output TEXT NOT NULL, verdicts_json TEXT NOT NULL,
+    table_json TEXT NOT NULL, n_samples INTEGER NOT NULL)"""
+
+
 def _version_1_file(path: Path) -> Path:
     con = sqlite3.connect(path)
     con.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
     con.execute("INSERT INTO schema_version VALUES (1)")
-    con.execute(importlib.import_module("labtools.results.schema").RUNS_V1)
+    con.execute(RUNS_V1)
     con.execute("CREATE TABLE samples (run_id INTEGER NOT NULL, row INTEGER NOT NULL, "
                 "values_json TEXT NOT NULL, PRIMARY KEY (run_id, row))")
     con.execute(
@@ -504,3 +513,149 @@ def test_results_lists_an_old_store_on_a_read_only_mount(tmp_path):
     assert done.returncode == 0, done.stderr
     assert [r["headline"] for r in json.loads(done.stdout)] == [61.2]
     assert _sha(path) == before
+
+
+# --- version 3: the tool's exit status, one emulation vocabulary ------------------------
+#: a results file the kit wrote at schema version 2 (a real recording, in the lab VM)
+VERSION_2 = FIXTURES / "grading" / "earlier" / "results" / "labtools.sqlite"
+
+
+def _copy_of_version_2(tmp_path: Path) -> Path:
+    import shutil
+
+    path = tmp_path / "v2.sqlite"
+    shutil.copyfile(VERSION_2, path)
+    con = sqlite3.connect(path)
+    assert con.execute("SELECT version FROM schema_version").fetchall() == [(2,)]
+    con.close()
+    return path
+
+
+def _tables(path: Path) -> dict:
+    con = sqlite3.connect(path)
+    found = {
+        "runs": con.execute("SELECT * FROM runs ORDER BY id").fetchall(),
+        "samples": con.execute("SELECT * FROM samples ORDER BY run_id, row").fetchall(),
+        "groups": con.execute("SELECT * FROM groups ORDER BY id").fetchall(),
+        "sequence": con.execute("SELECT seq FROM sqlite_sequence WHERE name = 'runs'").fetchone(),
+        "runs_sql": con.execute("SELECT sql FROM sqlite_master WHERE name = 'runs'").fetchone()[0],
+        "indexes": sorted(r[0] for r in con.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs'")),
+        "columns": [r[1] for r in con.execute("PRAGMA table_info(runs)")],
+    }
+    con.close()
+    return found
+
+
+def test_a_real_version_2_file_is_upgraded_keeping_every_run_and_sample(tmp_path):
+    path = _copy_of_version_2(tmp_path)
+    before = _tables(path)
+    assert "CHECK (emulation IN ('native', 'vm'))" in before["runs_sql"]
+    assert len(before["runs"]) == 40 and len(before["samples"]) == 839
+    store = ResultStore(path)  # opening to write upgrades it
+    after = _tables(path)
+    assert after["columns"] == ["id", *before["columns"][1:], "exit_status"]
+    assert [row + (None,) for row in before["runs"]] == after["runs"]  # ids and values kept
+    assert after["samples"] == before["samples"] and after["groups"] == before["groups"]
+    assert after["sequence"] == before["sequence"] and after["indexes"] == ["runs_case_tool"]
+    assert "CHECK (emulation" not in after["runs_sql"] and "CHECK (status" in after["runs_sql"]
+    con = sqlite3.connect(path)
+    assert con.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
+    assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert con.execute("PRAGMA foreign_key_check").fetchall() == []
+    con.close()
+    old = store.get(1)
+    assert old.emulation is Emulation.VM and old.exit_status is None  # as it was saved
+    again = store.measurement(1)  # judged again from its raw output, by today's rules
+    assert (again.run_id, again.call, again.context) == (1, old.call, old.context)
+    new = store.save(RunRecord(tool="ping", emulation=Emulation.VM_TCG, exit_status=1))
+    assert new == 41  # the id sequence went on where it stood
+    assert (store.get(new).emulation, store.get(new).exit_status) == (Emulation.VM_TCG, 1)
+    con = sqlite3.connect(path)
+    con.execute("PRAGMA foreign_keys=ON")
+    with pytest.raises(sqlite3.IntegrityError):  # samples still belong to a run
+        con.execute("INSERT INTO samples VALUES (999, 0, '[]')")
+    con.close()
+
+
+def test_a_version_2_file_is_read_without_being_upgraded(tmp_path, monkeypatch):
+    path = _copy_of_version_2(tmp_path)
+    before = _sha(path)
+    real_access = os.access  # as on a read-only mount: the store opens the file with mode=ro
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if mode == os.W_OK
+                        else real_access(p, mode, **kw))
+    store = ResultStore(path, create=False)
+    runs = store.runs()
+    assert len(runs) == 40 and set(runs["emulation"]) == {"vm"}
+    assert runs["exit_status"].isna().all()
+    record = store.get(1)
+    assert record.emulation is Emulation.VM and record.exit_status is None
+    assert record.call is not None and record.context is not None and record.verdicts
+    assert all(isinstance(v, Verdict) for v in record.verdicts)
+    assert len(store.groups()) == 6 and store.group(store.groups()[0].id).verdicts
+    assert _sha(path) == before
+
+
+def test_the_rebuild_refuses_to_run_with_foreign_keys_on(tmp_path):
+    """With foreign keys on, dropping the old runs table would delete every sample."""
+    from labtools.results.schema import rebuild_runs
+
+    path = _copy_of_version_2(tmp_path)
+    con = sqlite3.connect(path, isolation_level=None)
+    con.execute("PRAGMA foreign_keys=ON")
+    con.execute("BEGIN IMMEDIATE")
+    with pytest.raises(StoreError, match="foreign keys off"):
+        rebuild_runs(con, path)
+    con.execute("ROLLBACK")
+    con.close()
+    assert len(_tables(path)["samples"]) == 839
+
+
+def test_a_version_1_file_with_samples_is_upgraded_to_version_3(tmp_path):
+    path = _version_1_file(tmp_path / "v1.sqlite")
+    con = sqlite3.connect(path)
+    con.execute("INSERT INTO samples VALUES (1, 0, '[61.2]')")
+    con.commit()
+    con.close()
+    store = ResultStore(path)
+    assert _tables(path)["samples"] == [(1, 0, "[61.2]")]
+    record = store.get(1, table=False)
+    assert (record.session_id, record.step, record.exit_status) == ("", None, None)
+    assert record.emulation is Emulation.VM and record.summary == {"min_ms": 61.2}
+
+
+def test_the_exit_status_and_the_judges_types_round_trip(store, portfolio):
+    from labtools.judge.measurement import JudgeContext, ProbeCall, judge_output
+
+    raw = (FIXTURES / "ping" / "timestamps.txt").read_text()
+    call = ProbeCall("ping", {"src": "h1", "dst": "h4", "size_bytes": 56})
+    m = judge_output("ping", raw, portfolio, "h1", "h4", JudgeContext(warmup_s=0.0), ["ping"],
+                     call=call, exit_status=0, extra={"load": "iperf3 h2 -> h5"})
+    run_id = store.save(RunRecord.from_measurement(m, topology=portfolio, durations="quick",
+                                                   student="s1"))
+    back = store.get(run_id)
+    assert (back.exit_status, back.call, back.context) == (0, call, m.context)
+    assert back.verdicts == m.verdicts and back.extra == {"load": "iperf3 h2 -> h5"}
+    assert (back.durations, back.student) == ("quick", "s1")
+    again = store.measurement(run_id)
+    assert again.exit_status == 0 and again.extra == m.extra and again.verdicts == m.verdicts
+    failed = store.save(RunRecord.from_error("iperf3", "iperf3 on h1 failed (exit status 1): "
+                                             "unable to connect", raw_output="refused\n",
+                                             exit_status=1))
+    assert store.runs(exit_status=1)["id"].tolist() == [failed]
+
+
+@pytest.mark.parametrize("column, value, message", [
+    ("emulation", "cloud", "runs row 1: emulation is not what the kit saves there"),
+    ("call_json", '{"args": {}}', "runs row 1: call_json is not what the kit saves there"),
+    ("context_json", '{"warmup_s": "soon"}', "runs row 1: context_json is not what the kit"),
+])
+def test_a_typed_column_that_does_not_read_back_is_named(tmp_path, column, value, message):
+    store = ResultStore(tmp_path / "r.sqlite")
+    store.save(RunRecord(tool="ping", call=None))
+    con = sqlite3.connect(store.path)
+    con.execute(f"UPDATE runs SET {column} = ? WHERE id = 1", (value,))
+    con.commit()
+    con.close()
+    with pytest.raises(StoreError, match=re.escape(message)):
+        ResultStore(store.path, create=False).get(1)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from labtools import settings
 from labtools.commands import vm_cmd
 from labtools.errors import InputError, VMError
 from labtools.system import capabilities as caps
@@ -102,13 +103,6 @@ def test_parse_forward_and_env(monkeypatch):
     assert vm_cmd.strip_separator(["--", "ls", "--"]) == ["ls", "--"]
 
 
-def test_in_vm_follows_the_guest_variable(monkeypatch):
-    monkeypatch.setenv("LABTOOLS_IN_VM", "1")
-    assert vm.in_vm()
-    monkeypatch.delenv("LABTOOLS_IN_VM")
-    assert not vm.in_vm()
-
-
 def test_default_rwdirs(tmp_path):
     root = vm.project_root()
     assert root == ROOT
@@ -193,7 +187,7 @@ def test_run_vng_streams_and_returns_the_status(capfd):
 
 
 @pytest.mark.vm
-@pytest.mark.skipif(vm.in_vm(), reason="already inside the VM")
+@pytest.mark.skipif(settings.current().in_vm, reason="already inside the VM")
 def test_real_vm_boot_runs_netem_and_returns_the_status(tmp_path):
     if caps.vm_runner_missing():
         pytest.skip(f"VM runner not ready: {caps.vm_runner_missing()}")

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List
 
+from labtools import settings
 from labtools.commands import options
 
 CASES = ("udp", "link", "path", "mux", "parallel", "all")
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from labtools.model.catalog import load_cases, load_topology
     from labtools.results.store import ResultStore
     from labtools.system.capabilities import native_network_ok
-    from labtools.system.vm import in_vm, run_in_vm
+    from labtools.system.vm import run_in_vm
     from labtools.tools.args import check_duration, check_rate
 
     check_duration(args.duration)
@@ -59,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     plan = derive_plan(topo, load_cases(args.topology))
     plan.require_pairs(topo)
     args.results = str(ResultStore(args.results).path)  # a store that cannot open fails here, first
-    if not in_vm() and not native_network_ok():
+    if not settings.current().in_vm and not native_network_ok():
         results_dir = Path(args.results).resolve().parent
         return run_in_vm([sys.executable, "-m", "labtools.cli", *args.argv],
                          rwdirs=[results_dir])

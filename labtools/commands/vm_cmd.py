@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import List, Optional, Tuple
 
+from labtools import settings
 from labtools.commands import options
 from labtools.errors import InputError
 
@@ -59,14 +60,14 @@ def run(args: argparse.Namespace) -> int:
     if args.if_needed:
         from labtools.system.capabilities import native_network_ok
 
-        if vm.in_vm() or native_network_ok():
+        if settings.current().in_vm or native_network_ok():
             print("labtools vm: this machine runs real networks natively; running the "
                   "command here", file=sys.stderr, flush=True)
             try:
                 return subprocess.run(command, check=False).returncode
             except OSError as err:
                 raise InputError(f"cannot run {command[0]}: {err.strerror}") from err
-    if vm.in_vm():
+    if settings.current().in_vm:
         raise InputError("already inside the VM runner's guest; run the command directly")
     return vm.run_in_vm(
         command, timeout_s=args.timeout, memory=args.memory, cpus=args.cpus,

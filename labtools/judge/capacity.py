@@ -26,6 +26,7 @@ from labtools.judge.verdicts import Verdict
 from labtools.model.expect import PairExpectation, expect_pair
 from labtools.model.topology import Topology
 from labtools.tools.rows import Rows
+from labtools.tools.summaries import UdpSummary, require_kind
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -98,12 +99,11 @@ def capacity_rows(steps: Sequence[Measurement], phases: Sequence[str],
     """One row per step (:data:`CAPACITY_COLUMNS`)."""
     rows = []
     for index, (m, phase, rate) in enumerate(zip(steps, phases, offered), start=1):
-        s = m.summary
-        received, loss = getattr(s, "receiver_mbps", None), getattr(s, "loss_pct", None)
+        s = require_kind(m.summary, UdpSummary)
         rows.append({"step": index, "phase": phase, "offered_mbps": float(rate),
-                     "received_mbps": received, "loss_pct": loss,
-                     "jitter_ms": getattr(s, "jitter_ms", None),
-                     "saturated": is_saturated(float(rate), received, loss)})
+                     "received_mbps": s.receiver_mbps, "loss_pct": s.loss_pct,
+                     "jitter_ms": s.jitter_ms,
+                     "saturated": is_saturated(float(rate), s.receiver_mbps, s.loss_pct)})
     return Rows.of(CAPACITY_COLUMNS, CAPACITY_DTYPES, rows)
 
 

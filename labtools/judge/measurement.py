@@ -119,7 +119,9 @@ class Measurement(Judged):
     """One judged tool run between ``src`` and ``dst``.
 
     ``summary`` is typed (``.min_ms``, ``.steady_mbps``...); ``parsed.summary`` keeps every
-    number the tool printed. ``run_id`` is set once the store has saved it."""
+    number the tool printed. ``exit_status`` is the tool's own (None where not known: an
+    output read from a file, a run saved before the store kept it). ``run_id`` is set once
+    the store has saved it."""
 
     tool: str
     src: str
@@ -135,6 +137,7 @@ class Measurement(Judged):
     run_id: Optional[int] = None
     call: Optional[ProbeCall] = None
     extra: Dict[str, Any] = field(default_factory=dict)
+    exit_status: Optional[int] = None
 
     @property
     def raw(self) -> str:
@@ -154,7 +157,8 @@ class Measurement(Judged):
                 "verdicts": [v.as_dict() for v in self.verdicts], "verdict": self.verdict,
                 "context": self.context.as_dict(), "started_at": self.started_at,
                 "finished_at": self.finished_at, "run_id": self.run_id,
-                "call": None if self.call is None else self.call.as_dict(), **self.extra}
+                "call": None if self.call is None else self.call.as_dict(),
+                "exit_status": self.exit_status, **self.extra}
 
 
 def window_limit_mbps(window_bytes: Optional[int], rtt_ms: float) -> Optional[float]:
@@ -258,7 +262,7 @@ def judge_parsed(parsed: Parsed, topo: Optional[Topology], src: str, dst: str,
                  context: Optional[JudgeContext] = None, command: Sequence[str] = (),
                  **meta: Any) -> Measurement:
     """A :class:`Measurement` from a parsed run; with no topology it has no expectation
-    and no verdicts. ``meta``: started_at, finished_at, run_id, call, extra."""
+    and no verdicts. ``meta``: started_at, finished_at, run_id, call, extra, exit_status."""
     context = context or JudgeContext()
     summary = summarize(parsed, context.warmup_s)
     expected = expect_pair(topo, src, dst) if topo is not None and src and dst else None

@@ -24,7 +24,7 @@ from labtools.model.fairness import Flow, FlowShare, crossings, jain_index, max_
 from labtools.model.topology import Topology
 from labtools.tools.parsers.base import Parsed
 from labtools.tools.rows import Rows
-from labtools.tools.summaries import steady_stream_mbps
+from labtools.tools.summaries import RateSummary, require_kind, steady_stream_mbps
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -136,7 +136,7 @@ def _spread_verdict(spread_ms: Optional[float], measured: Sequence[Measurement],
     """How far apart the flows started, against
     :data:`~labtools.judge.policy.START_SPREAD_MAX_FRACTION` of the run: further apart, the
     first flow ran alone for a while and the shares say little (``inconclusive``)."""
-    durations = [getattr(m.summary, "duration_s", None) for m in measured]
+    durations = [require_kind(m.summary, RateSummary).duration_s for m in measured]
     run_s = max((d for d in durations if d), default=0.0) + warmup_s
     if spread_ms is None or run_s <= 0:
         return None
@@ -168,17 +168,18 @@ def judge_flows(topo: Topology, flows: Sequence[Flow], outputs: Sequence[Parsed]
                              commands[i] if i < len(commands) else (),
                              **(member_meta[i] if i < len(member_meta) else {}))
                 for i, (f, p) in enumerate(zip(flows, outputs))]
-    rates = [m.summary.steady_mbps for m in measured]  # type: ignore[union-attr]
+    summaries = [require_kind(m.summary, RateSummary) for m in measured]
+    rates = [s.steady_mbps for s in summaries]
     capacity = _shared_capacity(topo, flows, shares)
     total = sum(r for r in rates if r is not None)
     link_full = capacity is not None and total >= capacity * policy.RATE_OK_LOW
     rows: List[Verdict] = []
-    for flow, want, got, m in zip(flows, goodput, rates, measured):
+    for flow, want, got, m, s in zip(flows, goodput, rates, measured, summaries):
         alone_rate = bottleneck(topo, flow.src, flow.dst)[0]
         alone = None if alone_rate is None else tcp_goodput_ceiling_mbps(alone_rate)
         row = verdicts.share_verdict(f"{flow.src}-{flow.dst}", got, want, alone, link_full,
                                      load or None, machine)
-        guard = verdicts.sender_guard(m.summary.sender_mbps, alone)  # type: ignore[union-attr]
+        guard = verdicts.sender_guard(s.sender_mbps, alone)
         m.verdicts = [row] + ([guard] if guard is not None else [])
         rows.append(row)
     total_ok = True
@@ -199,7 +200,7 @@ def judge_flows(topo: Topology, flows: Sequence[Flow], outputs: Sequence[Parsed]
     table = Rows.of(SHARES_COLUMNS, SHARES_DTYPES, [{
         "flow": f"{f.src}-{f.dst}", "connections": f.connections,
         "expected_share_mbps": s.share_mbps, "expected_goodput_mbps": g, "measured_mbps": r,
-        "sender_mbps": m.summary.sender_mbps, "limited_by": s.limited_by}  # type: ignore[union-attr]
-        for f, s, g, r, m in zip(flows, shares, goodput, rates, measured)])
+        "sender_mbps": mine.sender_mbps, "limited_by": s.limited_by}
+        for f, s, g, r, mine in zip(flows, shares, goodput, rates, summaries)])
     summary = SharesSummary(total, capacity, jain, start_spread_ms)
     return FlowsMeasurement(list(flows), measured, shares, table, summary, rows, context)

@@ -15,6 +15,7 @@ from labtools.errors import NoRouteError, UnknownNodeError
 from labtools.judge import policy
 from labtools.judge.machine import MachineProfile
 from labtools.judge.measurement import JudgeContext, ProbeCall
+from labtools.lab.processes import ToolOutput
 from labtools.model.calibration import CalibrationNetwork
 from labtools.model.catalog import load_topology as load_spec
 from labtools.model.expect import PairExpectation, expect_pair
@@ -34,8 +35,9 @@ class HostRunner(Protocol):
     def calibration_net(self) -> Optional[CalibrationNetwork]:
         """The calibration network beside the lab's while it runs (None without one)."""
 
-    def run(self, host: str, argv: List[str], timeout_s: float) -> str:
-        """Run ``argv`` on ``host``; its output (``ProbeTimeout`` after ``timeout_s`` s)."""
+    def run(self, host: str, argv: List[str], timeout_s: float) -> ToolOutput:
+        """Run ``argv`` on ``host``; its output and exit status (``ProbeTimeout`` after
+        ``timeout_s`` s)."""
 
     def start_process(self, host: str, argv: List[str]) -> "subprocess.Popen[str]":
         """Start ``argv`` on ``host``; the caller waits for it."""

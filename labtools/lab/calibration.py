@@ -24,21 +24,20 @@ the cache folder (:func:`remember`), where ``labtools doctor`` shows it
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from typing import List, Optional
 
+from labtools import settings
 from labtools.errors import LabtoolsError
 from labtools.judge.machine import MachineProfile
 from labtools.lab.base import HostRunner
+from labtools.lab.processes import parse_output
 from labtools.model.calibration import CALIBRATION_DELAY_MS, CalibrationNetwork
 from labtools.model.topology import Topology
 from labtools.results.records import utc_now
-from labtools.system.vm import emulation_mode
 from labtools.tools import args as toolargs
-from labtools.tools.parsers import parse
-from labtools.tools.summaries import summarize
+from labtools.tools.summaries import RateSummary, RttSummary, require_kind, summarize
 
 PING_COUNT = 30
 PING_INTERVAL_S = 0.02
@@ -51,8 +50,8 @@ CACHE_FILE = "machine.json"
 
 def _min_rtt_ms(runner: HostRunner, src: str, dst_ip: str) -> float:
     argv = toolargs.ping_args(dst_ip, PING_COUNT, PING_INTERVAL_S)
-    summary = summarize(parse("ping", runner.run(src, argv, PING_COUNT * PING_INTERVAL_S + 20)))
-    low = getattr(summary, "min_ms", None)
+    output = runner.run(src, argv, PING_COUNT * PING_INTERVAL_S + 20)
+    low = require_kind(summarize(parse_output("ping", src, output)), RttSummary).min_ms
     if low is None:
         raise LabtoolsError(f"calibration: no ping reply from {dst_ip}")
     return float(low)
@@ -62,8 +61,9 @@ def _forward_mbps(runner: HostRunner, src: str, dst: str, dst_ip: str) -> float:
     options = toolargs.Iperf3Options(dst_ip, duration_s=TCP_SECONDS, omit_s=TCP_OMIT_S,
                                      port=PORT)
     with runner.server(dst, options.server_argv(), PORT):
-        parsed = parse("iperf3", runner.run(src, options.argv(), TCP_SECONDS + TCP_OMIT_S + 20))
-    rate = summarize(parsed, TCP_OMIT_S).steady_mbps  # type: ignore[union-attr]
+        output = runner.run(src, options.argv(), TCP_SECONDS + TCP_OMIT_S + 20)
+    summary = summarize(parse_output("iperf3", src, output), TCP_OMIT_S)
+    rate = require_kind(summary, RateSummary).steady_mbps
     if not rate:
         raise LabtoolsError("calibration: the TCP transfer reported no receiver rate")
     return float(rate)
@@ -78,7 +78,8 @@ def calibrate(runner: HostRunner, net: CalibrationNetwork) -> MachineProfile:
     delayed = _min_rtt_ms(runner, r1, net.address(r1, r2)) / 2 - CALIBRATION_DELAY_MS
     forward = _forward_mbps(runner, a, b, net.address(a, b))
     return MachineProfile(round(unshaped, 4), round(max(0.0, delayed), 4), round(forward, 2),
-                          emulation_mode(), utc_now(), round(time.monotonic() - began, 2))
+                          settings.current().emulation.value, utc_now(),
+                          round(time.monotonic() - began, 2))
 
 
 def calibration_file() -> Path:
@@ -89,7 +90,7 @@ def calibration_file() -> Path:
     from labtools.system.capabilities import cache_dir
 
     root = checkout_root()
-    if os.environ.get("LABTOOLS_CACHE_DIR") or root is None:
+    if settings.current().cache_dir_chosen or root is None:
         return cache_dir() / CACHE_FILE
     return root / ".cache" / "labtools" / CACHE_FILE
 

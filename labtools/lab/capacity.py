@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Callable, List, Optional
 from labtools.errors import InputError
 from labtools.judge.capacity import CapacitySearch, is_saturated, judge_capacity
 from labtools.judge.measurement import Measurement, ProbeCall
-from labtools.results.records import utc_now
+from labtools.results.records import GroupRecord, utc_now
+from labtools.tools.summaries import UdpSummary, require_kind
 
 if TYPE_CHECKING:  # pragma: no cover
     from labtools.lab.session import LabSession
@@ -101,22 +102,19 @@ def capacity_search(lab: "LabSession", src: str, dst: str,
                 steps.append(m)
                 phases.append(phase)
                 offered.append(rate)
-                s = m.summary
-                return is_saturated(rate, getattr(s, "receiver_mbps", None),
-                                    getattr(s, "loss_pct", None))
+                s = require_kind(m.summary, UdpSummary)
+                return is_saturated(rate, s.receiver_mbps, s.loss_pct)
 
             search_rates(step, settings)
             result = judge_capacity(lab.topo, src, dst, steps, phases, offered, lab.context())
             result.group_id, result.call, result.started_at = group_id, call, started
             result.finished_at = utc_now()
             if lab.store is not None:
-                lab.store.save_group(
+                lab.store.save_group(GroupRecord(
                     group_id, "capacity", {"src": src, "dst": dst, "phases": phases,
                                            "offered_mbps": offered},
-                    result.summary.as_dict(), [v.as_dict() for v in result.verdicts],
-                    session_id=lab.session_id, step=lab.step, call=call.as_dict(),
-                    case=lab.case, context=result.context.as_dict(), started_at=started,
-                    finished_at=result.finished_at)
+                    result.summary, result.verdicts, lab.session_id, lab.step, call,
+                    lab.case, result.context, started, result.finished_at))
         return result
 
     return lab.perform(call, run)

@@ -15,16 +15,22 @@ import sys
 import time
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Iterator, List, Optional
+from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Union
 
 from labtools.errors import InputError, LabtoolsError
 from labtools.judge import policy
 from labtools.judge.measurement import Measurement, ProbeCall, judge_parsed
 from labtools.lab.machine_watch import LatenessWatch
-from labtools.lab.processes import TIMEOUT_MARGIN_S, terminate, wait_output
+from labtools.lab.processes import (
+    TIMEOUT_MARGIN_S,
+    ToolOutput,
+    parse_output,
+    terminate,
+    wait_output,
+)
 from labtools.results.records import utc_now
 from labtools.tools import args as toolargs
-from labtools.tools.parsers import parse
+from labtools.tools.summaries import RateSummary, require_kind
 
 if TYPE_CHECKING:  # pragma: no cover
     from labtools.lab.session import LabSession
@@ -67,31 +73,34 @@ def ping_under_load(lab: "LabSession", src: str, dst: str, load_src: str, load_d
         with lab.server(load_dst, load_options.server_argv(), LOAD_PORT):
             started = utc_now()
             proc = lab.start_process(load_src, load_argv)
-            raw_ping = raw = ""
+            ping_out: Union[ToolOutput, str] = ""  # what ping left, once it ended
+            load_out: Optional[ToolOutput] = None
             load_call = ProbeCall("load", {"src": load_src, "dst": load_dst})
             try:
                 time.sleep(LOAD_LEAD_S)  # the queue fills
                 with LatenessWatch(lab) as timers:
-                    raw_ping = lab.run(src, ping_argv, count * interval_s + TIMEOUT_MARGIN_S)
-                pinged = parse("ping", raw_ping)
-                raw = wait_output(proc, load_argv, load_src, seconds + TIMEOUT_MARGIN_S)
+                    ended = lab.run(src, ping_argv, count * interval_s + TIMEOUT_MARGIN_S)
+                ping_out = ended
+                pinged = parse_output("ping", src, ended)
+                load_out = wait_output(proc, load_argv, load_src, seconds + TIMEOUT_MARGIN_S)
                 warmup = policy.warmup_s(load_options.duration_s)
-                loaded = judge_parsed(parse("iperf3", raw), lab.topo, load_src, load_dst,
-                                      lab.context(warmup_s=warmup), load_argv,
-                                      started_at=started, call=load_call)
+                loaded = judge_parsed(parse_output("iperf3", load_src, load_out), lab.topo,
+                                      load_src, load_dst, lab.context(warmup_s=warmup),
+                                      load_argv, started_at=started, call=load_call,
+                                      exit_status=load_out.exit_status)
             except LabtoolsError as err:  # no ping "under load" without its load: both kept
-                lab.save_failure("ping", src, dst, ping_argv, raw_ping, err, started, call)
-                if raw:
-                    lab.save_failure("iperf3", load_src, load_dst, load_argv, raw, err,
+                lab.save_failure("ping", src, dst, ping_argv, ping_out, err, started, call)
+                if load_out is not None:
+                    lab.save_failure("iperf3", load_src, load_dst, load_argv, load_out, err,
                                      started, load_call)
                 raise
             finally:
                 terminate(proc)
         context = replace(lab.context(), load=(load_src, load_dst),
-                          load_received_mbps=getattr(loaded.summary, "steady_mbps", None),
+                          load_received_mbps=require_kind(loaded.summary, RateSummary).steady_mbps,
                           machine_late_ms=timers.late_ms)
         m = judge_parsed(pinged, lab.topo, src, dst, context, ping_argv, started_at=started,
-                         call=call, extra={"load": load})
+                         call=call, extra={"load": load}, exit_status=ended.exit_status)
         lab.save(m)
         lab.save(loaded)
         return m

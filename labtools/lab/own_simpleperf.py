@@ -27,10 +27,16 @@ from typing import TYPE_CHECKING, Any, Dict, List, Union
 from labtools.errors import InputError, LabtoolsError, ToolError
 from labtools.judge.measurement import JudgeContext, Measurement, ProbeCall, judge_parsed
 from labtools.lab.machine_watch import LatenessWatch
-from labtools.lab.processes import TIMEOUT_MARGIN_S, ask_to_stop, last_line, wait_output
+from labtools.lab.processes import (
+    TIMEOUT_MARGIN_S,
+    ToolOutput,
+    ask_to_stop,
+    last_line,
+    parse_output,
+    wait_output,
+)
 from labtools.results.records import utc_now
 from labtools.tools import args as toolargs
-from labtools.tools.parsers import parse
 
 if TYPE_CHECKING:  # pragma: no cover
     from labtools.lab.session import LabSession
@@ -91,25 +97,28 @@ def measure(lab: "LabSession", src: str, dst: str, program: Program,
     server_argv, port, duration_s = options.server_argv(), options.port, options.duration_s
     argv = client_args(program, options)
     extra: Dict[str, Any] = {"program_sha256": program_sha256(program)}
-    raw, report, started = "", "", utc_now()
+    served: Union[ToolOutput, str] = ""  # what the kit's server left, once it ended
+    report, started = "", utc_now()
     try:
         with lab.server(dst, server_argv, port) as server:
             with LatenessWatch(lab) as timers:  # the machine, measured during the run
-                report = lab.run(src, argv, duration_s + TIMEOUT_MARGIN_S)
-            extra["client_report"] = report
+                client = lab.run(src, argv, duration_s + TIMEOUT_MARGIN_S)
+            report = client.text
+            extra["client_report"], extra["client_exit_status"] = report, client.exit_status
             ask_to_stop(server, server_argv)  # it reports every connection, then exits
-            raw = wait_output(server, server_argv, dst, TIMEOUT_MARGIN_S)
+            ended = wait_output(server, server_argv, dst, TIMEOUT_MARGIN_S)
+            served = ended
         context = replace(context, machine_late_ms=timers.late_ms)
-        parsed = parse("simpleperf", raw)
+        parsed = parse_output("simpleperf", dst, ended)
         if not parsed.summary.get("complete"):
             raise ToolError(
                 f"your simpleperf client ({Path(program).name}) on {src}: the kit's server "
                 f"on {dst} says: {parsed.summary.get('error')}; the client's last line: "
                 f"{last_line(report) or 'none'}")
     except LabtoolsError as err:
-        lab.save_failure("simpleperf", src, dst, argv, raw, err, started, call)
+        lab.save_failure("simpleperf", src, dst, argv, served, err, started, call)
         raise
     m = judge_parsed(parsed, lab.topo, src, dst, context, argv, started_at=started,
-                     call=call, extra=extra)
+                     call=call, extra=extra, exit_status=ended.exit_status)
     lab.save(m)
     return m

@@ -15,7 +15,18 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, TypeVar, Union
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+    TypeVar,
+    Union,
+)
 
 from labtools.errors import LabtoolsError, ToolError
 from labtools.judge import policy
@@ -27,15 +38,16 @@ from labtools.lab.machine_watch import LatenessWatch
 from labtools.lab.processes import (
     SERVER_READY_S,
     TIMEOUT_MARGIN_S,
+    ToolOutput,
+    parse_output,
     server_failure,
     terminate,
     wait_output,
 )
 from labtools.lab.startgate import StartGate
 from labtools.model.fairness import Flow
-from labtools.results.records import utc_now
+from labtools.results.records import GroupRecord, utc_now
 from labtools.tools import args as toolargs
-from labtools.tools.parsers import parse
 from labtools.tools.parsers.base import Parsed
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -85,9 +97,10 @@ class SocketWatch:
         """Wait ``at_s``, then read the socket (the tool is running)."""
         time.sleep(self.at_s)
         try:
-            raw = self.lab.run(self.src, self.argv, 15)
-            self.extra["ss"] = raw
-            self.granted_bytes = parse("ss", raw).summary.get("snd_wnd_bytes")
+            output = self.lab.run(self.src, self.argv, 15)
+            self.extra["ss"] = output.text
+            self.granted_bytes = parse_output("ss", self.src, output).summary.get(
+                "snd_wnd_bytes")
         except LabtoolsError as err:
             self.extra["ss_error"] = str(err)
 
@@ -104,29 +117,31 @@ def run_tool(lab: "LabSession", tool: str, src: str, dst: str, argv: List[str],
     """Run ``argv`` on ``src``, parse as ``tool``, judge, save; save a failure too.
     ``extra``: what else to keep with the measurement (e.g. the load it ran under);
     ``watch``: read the sender's socket while the tool runs."""
-    raw, started = "", utc_now()
+    output: Union[ToolOutput, str] = ""  # what the tool left, once it ended
+    started = utc_now()
     try:
         with LatenessWatch(lab) as timers:
             if watch is None:
-                raw = lab.run(src, argv, timeout_s)
+                ended = lab.run(src, argv, timeout_s)
             else:
                 proc = lab.start_process(src, argv)
                 try:
                     watch.during()
-                    raw = wait_output(proc, argv, src, timeout_s)
+                    ended = wait_output(proc, argv, src, timeout_s)
                 finally:
                     terminate(proc)
                 context = watch.judged_with(context)
+        output = ended
         context = replace(context, machine_late_ms=timers.late_ms)
-        parsed = parse(tool, raw)
+        parsed = parse_output(tool, src, ended)
         if check is not None:
             check(parsed)
     except LabtoolsError as err:
-        lab.save_failure(tool, src, dst, argv, raw, err, started, call)
+        lab.save_failure(tool, src, dst, argv, output, err, started, call)
         raise
     kept = {**(extra or {}), **(watch.extra if watch is not None else {})}
     m = judge_parsed(parsed, lab.topo, src, dst, context, argv, started_at=started, call=call,
-                     extra=kept)
+                     extra=kept, exit_status=ended.exit_status)
     lab.save(m)
     return m
 
@@ -295,10 +310,11 @@ def _run_flows(lab: "LabSession", flows: List[Flow], options: List[toolargs.Iper
                 gate.wait_ready(procs, GATE_READY_S)
                 started, began = utc_now(), time.monotonic()
                 spread_ms = round(gate.release([p.pid for p in procs]) * 1e3, 3)
-            outputs = _collect(lab, flows, argvs, procs, seconds + TIMEOUT_MARGIN_S, began,
-                               started, call)
+            outputs, statuses = _collect(lab, flows, argvs, procs, seconds + TIMEOUT_MARGIN_S,
+                                         began, started, call)
         metas = [{"started_at": started, "finished_at": utc_now(), "call": call,
-                  "extra": {"start_spread_ms": spread_ms}} for _ in flows]
+                  "extra": {"start_spread_ms": spread_ms}, "exit_status": status}
+                 for status in statuses]
         context = lab.context(warmup_s=omit_s, machine_late_ms=timers.late_ms)
         result = judge_flows(lab.topo, flows, outputs, context, argvs, spread_ms, metas)
         for m in result.measurements:
@@ -306,35 +322,38 @@ def _run_flows(lab: "LabSession", flows: List[Flow], options: List[toolargs.Iper
         result.group_id, result.call, result.started_at = group_id, call, started
         result.finished_at = utc_now()
         if lab.store is not None:
-            lab.store.save_group(
+            lab.store.save_group(GroupRecord(
                 group_id, "flows", {"flows": flows_spec(flows), "start_spread_ms": spread_ms},
-                result.summary.as_dict(), [v.as_dict() for v in result.verdicts],
-                session_id=lab.session_id, step=lab.step, call=call.as_dict(), case=lab.case,
-                context=context.as_dict(), started_at=started, finished_at=result.finished_at)
+                result.summary, result.verdicts, lab.session_id, lab.step, call, lab.case,
+                context, started, result.finished_at))
     return result
 
 
 def _collect(lab: "LabSession", flows: List[Flow], argvs: List[List[str]], procs: List[Any],
-             timeout_s: float, began: float, started: str, call: ProbeCall) -> List[Parsed]:
-    """Every flow's parsed output; the failures are saved, then the first one is raised."""
-    outputs: List[Optional[Parsed]] = []
+             timeout_s: float, began: float, started: str, call: ProbeCall
+             ) -> Tuple[List[Parsed], List[int]]:
+    """Every flow's parsed output and exit status; the failures are saved, then the first
+    one is raised."""
+    done: List[Optional[Tuple[Parsed, int]]] = []
     failure: Optional[LabtoolsError] = None
     for flow, argv, proc in zip(flows, argvs, procs):
-        raw = ""
+        output: Union[ToolOutput, str] = ""  # what the tool left, once it ended
         try:
             left = max(1.0, timeout_s - (time.monotonic() - began))
-            raw = wait_output(proc, argv, flow.src, left)
-            parsed = parse("iperf3", raw)
+            output = wait_output(proc, argv, flow.src, left)
+            parsed = parse_output("iperf3", flow.src, output)
             _iperf3_ok(parsed)
-            outputs.append(parsed)
+            done.append((parsed, output.exit_status))
         except LabtoolsError as err:
-            lab.save_failure("iperf3", flow.src, flow.dst, argv, raw, err, started, call)
-            outputs.append(None)
+            lab.save_failure("iperf3", flow.src, flow.dst, argv, output, err, started, call)
+            done.append(None)
             failure = failure or err
     if failure is not None:
-        for flow, argv, done in zip(flows, argvs, outputs):
-            if done is not None:  # finished fine: keep it, judged alone (its set failed)
-                lab.save(judge_parsed(done, lab.topo, flow.src, flow.dst, lab.context(),
-                                      argv, started_at=started, call=call))
+        for flow, argv, finished in zip(flows, argvs, done):
+            if finished is not None:  # finished fine: keep it, judged alone (its set failed)
+                lab.save(judge_parsed(finished[0], lab.topo, flow.src, flow.dst, lab.context(),
+                                      argv, started_at=started, call=call,
+                                      exit_status=finished[1]))
         raise failure
-    return [p for p in outputs if p is not None]
+    kept = [d for d in done if d is not None]
+    return [parsed for parsed, _ in kept], [status for _, status in kept]

@@ -1,7 +1,10 @@
 """Tools running on Mininet hosts: waiting with a time-out, stopping, servers listening.
 
 Every process the lab starts is the leader of its own process group (``mnexec -d``), so
-stopping it stops whatever it started.
+stopping it stops whatever it started. What a tool leaves is its output and its exit status
+(:class:`ToolOutput`), both part of what was measured: a tool that exited with an error and
+printed what its parser cannot read is the tool's failure, named with its host and status
+(:func:`parse_output`), not a parse error.
 """
 
 from __future__ import annotations
@@ -9,9 +12,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+from dataclasses import dataclass
 from typing import List, Optional
 
-from labtools.errors import ProbeTimeout, ToolError
+from labtools.errors import ParseError, ProbeTimeout, ToolError
+from labtools.tools.parsers import parse
+from labtools.tools.parsers.base import Parsed
 
 #: seconds a probe may take beyond its own duration before it counts as hung
 TIMEOUT_MARGIN_S = 20.0
@@ -23,9 +29,30 @@ SERVER_POLL_S = 0.05
 SERVER_START_S = 0.5
 
 
+@dataclass(frozen=True)
+class ToolOutput:
+    """What a tool run on a host left: its output (stdout and stderr together) and its exit
+    status (negative: killed by that signal, as :attr:`subprocess.Popen.returncode` says)."""
+
+    text: str
+    exit_status: int
+
+    def describe_status(self) -> str:
+        """``exit status 1`` or ``killed by signal 9 (SIGKILL)``."""
+        if self.exit_status >= 0:
+            return f"exit status {self.exit_status}"
+        number = -self.exit_status
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            return f"killed by signal {number}"
+        return f"killed by signal {number} ({name})"
+
+
 def wait_output(proc: "subprocess.Popen[str]", argv: List[str], host: str,
-                timeout_s: float) -> str:
-    """Wait for ``proc``; its output, or :class:`ProbeTimeout` after stopping it."""
+                timeout_s: float) -> ToolOutput:
+    """Wait for ``proc``; its output and exit status, or :class:`ProbeTimeout` after
+    stopping it."""
     try:
         out, _ = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -36,7 +63,24 @@ def wait_output(proc: "subprocess.Popen[str]", argv: List[str], host: str,
     except BaseException:
         terminate(proc)
         raise
-    return out or ""
+    return ToolOutput(out or "", proc.returncode)
+
+
+def parse_output(tool: str, host: str, output: ToolOutput) -> Parsed:
+    """``output`` parsed as ``tool``'s.
+
+    Raises:
+        ToolError: the tool exited with an error and printed what does not parse (the
+            message names the tool, the host, the status and the tool's last line).
+        ParseError: the tool exited well and printed what does not parse.
+    """
+    try:
+        return parse(tool, output.text)
+    except ParseError:
+        if output.exit_status == 0:
+            raise
+        raise ToolError(f"{tool} on {host} failed ({output.describe_status()}): "
+                        f"{last_line(output.text) or 'no output'}") from None
 
 
 #: the signal that stops a server once its client is done (others: SIGTERM). iperf 2 waits

@@ -1,6 +1,7 @@
 """Replaying a notebook's recorded measurements: grading without a network.
 
-When nbgrader executes a notebook to grade or validate it (it sets ``NBGRADER_EXECUTION``),
+When nbgrader executes a notebook to grade or validate it (it sets ``NBGRADER_EXECUTION``,
+:data:`labtools.settings.GRADING`),
 the notebook's lab is a :class:`ReplaySession`: nothing starts, and each probe call returns
 the student's own recorded measurement for it, judged again from its raw output
 (:meth:`labtools.results.store.ResultStore.measurement`). No root, no Mininet, no VM.
@@ -28,11 +29,11 @@ that one-line reason.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, NoReturn, Optional, Set, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, List, NoReturn, Optional, Set, Tuple, TypeVar, Union, cast
 
+from labtools import settings
 from labtools.errors import ReplayError, StoreError
 from labtools.judge import policy
 from labtools.judge.machine import MachineProfile
@@ -44,8 +45,6 @@ from labtools.results import ownership
 from labtools.results.store import ResultStore
 
 T = TypeVar("T")
-#: set by nbgrader while it executes a notebook (``autograde`` or ``validate``)
-GRADING_VARIABLE = "NBGRADER_EXECUTION"
 
 
 class MissingMeasurement:
@@ -136,7 +135,7 @@ class ReplaySession(LabBase):
         """Nothing to start: say whose lab is graded and what is replayed."""
         if self.binding is not None:
             print(f"grading: {self.binding.describe()}")
-        elif os.environ.get(GRADING_VARIABLE) == "autograde":
+        elif settings.current().grading == "autograde":
             print("grading: the student is unknown (the notebook is not in nbgrader's "
                   f"{ownership.AUTOGRADED}/STUDENT/ASSIGNMENT folder): the variant is not checked")
         if self.problem:
@@ -163,12 +162,13 @@ class ReplaySession(LabBase):
         if found is None:
             why = self.problem or (f"{self.results} has no recorded measurement for "
                                    f"{call.describe()} (call {self.step} of this notebook)")
-            return MissingMeasurement(call, why)  # type: ignore[return-value]
+            return cast(T, MissingMeasurement(call, why))  # fails on use, with the reason
         if self.store is None:  # pragma: no cover - found implies a store
             raise ReplayError(self.problem)
+        # what was recorded for this call: what the probe returned when it ran
         if found.kind == "run":
-            return self.store.measurement(int(found.ident))
-        return self.store.group(str(found.ident))
+            return cast(T, self.store.measurement(int(found.ident)))
+        return cast(T, self.store.group(str(found.ident)))
 
     def _take(self, call: ProbeCall) -> Optional[RecordedCall]:
         key = call.key()

@@ -52,6 +52,7 @@ from labtools.lab.processes import (
     SERVER_POLL_S,
     SERVER_READY_S,
     SERVER_START_S,
+    ToolOutput,
     ask_to_stop,
     last_line,
     listening,
@@ -60,7 +61,7 @@ from labtools.lab.processes import (
 )
 from labtools.model.calibration import CalibrationNetwork
 from labtools.model.topology import Topology
-from labtools.results.ownership import recording_identity
+from labtools.results.ownership import own_student
 from labtools.results.records import RunRecord, utc_now
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -200,8 +201,8 @@ class LabSession(LabBase, HostRunner):
         net = self._calibration_net
         return host if net is not None and host in net.nodes else self.check_node(host)
 
-    def run(self, host: str, argv: List[str], timeout_s: float) -> str:
-        """Run ``argv`` on ``host`` and return its output (stdout and stderr together).
+    def run(self, host: str, argv: List[str], timeout_s: float) -> ToolOutput:
+        """Run ``argv`` on ``host``; its output (stdout and stderr together) and exit status.
 
         Raises :class:`ProbeTimeout` when it takes longer than ``timeout_s`` seconds."""
         proc = self.start_process(host, argv)
@@ -247,25 +248,27 @@ class LabSession(LabBase, HostRunner):
         return meta
 
     def save(self, m: Measurement) -> Optional[int]:
-        """Save a judged measurement now (the store commits before this returns)."""
+        """Save a judged measurement now (the store commits before this returns), with the
+        session's durations (a replay follows them) and who measured (grading checks it)."""
         m.finished_at = m.finished_at or utc_now()
         if self.store is not None:
-            record = RunRecord.from_measurement(m, **self._meta(m.tool, m.call))
-            if record.context is not None:
-                record.context["durations"] = self.durations.name  # replay follows it
-                record.context.update(recording_identity())  # who measured: grading checks it
-            m.run_id = self.store.save(record)
+            m.run_id = self.store.save(RunRecord.from_measurement(
+                m, durations=self.durations.name, student=own_student() or None,
+                **self._meta(m.tool, m.call)))
         return m.run_id
 
-    def save_failure(self, tool: str, src: str, dst: str, argv: List[str], raw: str,
-                     err: LabtoolsError, started_at: str = "",
+    def save_failure(self, tool: str, src: str, dst: str, argv: List[str],
+                     output: Union[ToolOutput, str], err: LabtoolsError, started_at: str = "",
                      call: Optional[ProbeCall] = None) -> None:
-        """Keep the raw output of a failed measurement, with the reason."""
+        """Keep the raw output (and exit status, where the tool ended) of a failed
+        measurement, with the reason."""
         if self.store is None:
             return
+        text, status = ((output.text, output.exit_status) if isinstance(output, ToolOutput)
+                        else (output, None))
         self.store.save(RunRecord.from_error(
-            tool, err, raw, src=src, dst=dst, command=argv, started_at=started_at or utc_now(),
-            call=None if call is None else call.as_dict(), **self._meta(tool, call)))
+            tool, err, text, src=src, dst=dst, command=argv, started_at=started_at or utc_now(),
+            call=call, exit_status=status, **self._meta(tool, call)))
 
     def tool_version(self, tool: str) -> Optional[str]:
         """The version the tool reports (asked once per session)."""

@@ -34,6 +34,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Dict, List, Tuple, TypeVar
 
+from labtools import settings
 from labtools.errors import LabtoolsError, TopologyError
 from labtools.model import scaling
 from labtools.model.json_topology import from_dict, read_json, to_dict
@@ -54,10 +55,7 @@ _FLOAT_RE = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
 def topologies_dir() -> Path:
     """The folder of the kit's topologies (``$LABTOOLS_TOPOLOGIES`` overrides it)."""
-    override = os.environ.get("LABTOOLS_TOPOLOGIES")
-    if override:
-        return Path(override)
-    return PACKAGE_PARENT / "topologies"
+    return settings.current().topologies or PACKAGE_PARENT / "topologies"
 
 
 def available() -> List[str]:

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
+from labtools import settings
 from labtools.errors import InputError, StoreError, TopologyError
 from labtools.model import scaling
 from labtools.model.catalog import from_dict, load_topology, split_spec, to_dict
@@ -40,8 +40,6 @@ VARIANTS_FILE = "labtools-variants.csv"
 AUTOGRADED = "autograded"
 #: the run context's key of the student who measured
 STUDENT_KEY = "student"
-#: set on JupyterHub: the user's name, nbgrader's student id there
-HUB_USER_VARIABLE = "JUPYTERHUB_USER"
 #: characters a variant cannot hold (a topology spec separates its parameters with them)
 _SPEC_CHARACTERS = (",", "=")
 
@@ -150,12 +148,7 @@ def graded_binding(folder: Path) -> Optional[Binding]:
 
 def own_student() -> str:
     """The student measuring, when the lab knows it: the JupyterHub user ('' otherwise)."""
-    return os.environ.get(HUB_USER_VARIABLE, "").strip()
-
-
-def recording_identity() -> Dict[str, Any]:
-    """What every saved run's context records about who measured (:data:`STUDENT_KEY`)."""
-    return {STUDENT_KEY: own_student() or None}
+    return settings.current().hub_user
 
 
 def spec_value(variant: str) -> str:

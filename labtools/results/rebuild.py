@@ -11,12 +11,12 @@ from typing import Any, Dict, List, Sequence, Union
 
 from labtools.errors import StoreError
 from labtools.judge.capacity import CapacitySearch, judge_capacity
-from labtools.judge.measurement import JudgeContext, Measurement, ProbeCall, judge_output
+from labtools.judge.measurement import JudgeContext, Measurement, judge_output
 from labtools.judge.shares import FlowsMeasurement, judge_flows
 from labtools.model.catalog import from_dict
 from labtools.model.fairness import parse_flows
 from labtools.model.topology import Topology
-from labtools.results.records import RunRecord
+from labtools.results.records import GroupRecord, RunRecord
 from labtools.tools.parsers import parse
 
 
@@ -38,24 +38,22 @@ def rebuild_measurement(record: RunRecord) -> Measurement:
     _usable(record)
     return judge_output(
         record.tool, record.raw_output, record_topology(record), record.src, record.dst,
-        JudgeContext.from_dict(record.context), record.command,
-        started_at=record.started_at, finished_at=record.finished_at or "", run_id=record.id,
-        call=ProbeCall.from_dict(record.call), extra=_extra(record))
+        record.context or JudgeContext(), record.command, **_member_meta(record))
 
 
-def rebuild_group(group: Dict[str, Any], members: Sequence[RunRecord]
+def rebuild_group(group: GroupRecord, members: Sequence[RunRecord]
                   ) -> Union[FlowsMeasurement, CapacitySearch]:
     """Concurrent flows or a capacity search from the group's record and its runs (in the
     order they were saved)."""
     if not members:
-        raise StoreError(f"group {group['id']} has no saved runs")
+        raise StoreError(f"group {group.id} has no saved runs")
     for record in members:
         _usable(record)
     topo = record_topology(members[0])
-    context = JudgeContext.from_dict(group.get("context"))
-    spec = group.get("spec") or {}
+    context = group.context or JudgeContext()
+    spec = group.spec
     result: Union[FlowsMeasurement, CapacitySearch]
-    if group["kind"] == "flows":
+    if group.kind == "flows":
         result = judge_flows(
             topo, parse_flows(spec["flows"], topo),
             [parse("iperf3", r.raw_output) for r in members],
@@ -65,18 +63,14 @@ def rebuild_group(group: Dict[str, Any], members: Sequence[RunRecord]
         steps: List[Measurement] = [rebuild_measurement(r) for r in members]
         result = judge_capacity(topo, spec["src"], spec["dst"], steps, spec["phases"],
                                 spec["offered_mbps"], context)
-    result.group_id = group["id"]
-    result.call = ProbeCall.from_dict(group.get("call"))
-    result.started_at, result.finished_at = group["started_at"], group["finished_at"]
+    result.group_id = group.id
+    result.call = group.call
+    result.started_at, result.finished_at = group.started_at, group.finished_at
     return result
 
 
 def _member_meta(record: RunRecord) -> Dict[str, Any]:
+    """What a rebuilt measurement keeps of its record besides the judging."""
     return {"started_at": record.started_at, "finished_at": record.finished_at or "",
-            "run_id": record.id, "call": ProbeCall.from_dict(record.call),
-            "extra": _extra(record)}
-
-
-def _extra(record: RunRecord) -> Dict[str, Any]:
-    """What the run saved beside its judging context (e.g. the flows' start spread)."""
-    return dict((record.context or {}).get("extra") or {})
+            "run_id": record.id, "call": record.call, "extra": dict(record.extra),
+            "exit_status": record.exit_status}

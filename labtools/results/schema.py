@@ -4,7 +4,20 @@ upgraded (when written to) or read as the current version (when only read).
 The tables and their columns are described in :mod:`labtools.results.store`. A file is
 upgraded in place only by a command that writes to it; a command that only reads an older
 file sees it through temporary views with the current columns (missing ones read as their
-defaults), so listing a version 1 file on a read-only medium works and leaves it as it was.
+defaults), so listing a version 1 or 2 file on a read-only medium works and leaves it as it
+was.
+
+Versions: 2 added a run's session, step, probe call, group and judging context (columns
+added with ``ALTER TABLE``) and the ``groups`` table. 3 added the tool's ``exit_status``
+and took the ``CHECK (emulation IN ('native', 'vm'))`` off ``runs``: the emulation is one
+word of :class:`labtools.settings.Emulation` (``native``, ``vm-tcg``, ``vm-kvm``; an older
+run's ``vm`` stays as it was saved: in the lab VM, acceleration not recorded), checked by
+the kit when it saves. SQLite cannot drop a constraint, so the upgrade to 3 rebuilds
+``runs`` the way SQLite documents for changes ``ALTER TABLE`` cannot make
+(https://www.sqlite.org/lang_altertable.html#otheralter): foreign keys off (``samples``
+references ``runs``), one transaction: create the new table, copy every row (ids kept, and
+the id sequence), drop the old one, rename the new one, make its index again, check the
+foreign keys, commit.
 """
 
 from __future__ import annotations
@@ -14,28 +27,29 @@ from typing import Optional, Set
 
 from labtools.errors import StoreError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
-RUNS_V1 = """CREATE TABLE IF NOT EXISTS runs (
+#: the columns ``runs`` gained after version 1 and the value an older row reads as:
+#: version 2's, then version 3's
+ADDED_COLUMNS = [("session_id", "''"), ("step", "NULL"), ("call_json", "NULL"),
+                 ("group_id", "NULL"), ("context_json", "NULL"), ("exit_status", "NULL")]
+#: ``runs`` (``{name}``: the table's name; the upgrade builds it beside the old one)
+RUNS = """CREATE TABLE IF NOT EXISTS {name} (
     id INTEGER PRIMARY KEY AUTOINCREMENT, schema_version INTEGER NOT NULL,
     started_at TEXT NOT NULL, finished_at TEXT NOT NULL,
     topology TEXT NOT NULL DEFAULT '', topology_json TEXT, params_json TEXT NOT NULL,
     src TEXT NOT NULL DEFAULT '', dst TEXT NOT NULL DEFAULT '',
     tool TEXT NOT NULL, tool_version TEXT NOT NULL DEFAULT '',
     command_json TEXT NOT NULL, command TEXT NOT NULL,
-    kernel TEXT NOT NULL, emulation TEXT NOT NULL CHECK (emulation IN ('native', 'vm')),
+    kernel TEXT NOT NULL, emulation TEXT NOT NULL,
     host TEXT NOT NULL, python TEXT NOT NULL, labtools_version TEXT NOT NULL,
     "case" TEXT NOT NULL DEFAULT '', label TEXT NOT NULL DEFAULT '',
     status TEXT NOT NULL CHECK (status IN ('ok', 'error')), error TEXT,
     summary_json TEXT NOT NULL, raw_output TEXT NOT NULL, verdicts_json TEXT NOT NULL,
-    table_json TEXT NOT NULL, n_samples INTEGER NOT NULL)"""
-#: version 2 columns of ``runs`` (added to a version 1 file by ALTER TABLE), with the
-#: value a version 1 row reads as
-RUNS_V2_COLUMNS = [
-    ("session_id", "TEXT NOT NULL DEFAULT ''", "''"), ("step", "INTEGER", "NULL"),
-    ("call_json", "TEXT", "NULL"), ("group_id", "TEXT", "NULL"),
-    ("context_json", "TEXT", "NULL"),
-]
+    table_json TEXT NOT NULL, n_samples INTEGER NOT NULL,
+    session_id TEXT NOT NULL DEFAULT '', step INTEGER, call_json TEXT, group_id TEXT,
+    context_json TEXT, exit_status INTEGER)"""
+RUNS_INDEX = 'CREATE INDEX IF NOT EXISTS runs_case_tool ON runs ("case", tool)'
 GROUPS = """CREATE TABLE IF NOT EXISTS groups (
         id TEXT PRIMARY KEY, schema_version INTEGER NOT NULL,
         kind TEXT NOT NULL CHECK (kind IN ('flows', 'capacity')),
@@ -49,7 +63,7 @@ RUN_COLUMNS = (
     "params_json", "src", "dst", "tool", "tool_version", "command_json", "command",
     "kernel", "emulation", "host", "python", "labtools_version", "case", "label",
     "status", "error", "summary_json", "raw_output", "verdicts_json", "table_json",
-    "n_samples", "session_id", "step", "call_json", "group_id", "context_json",
+    "n_samples", *(name for name, _ in ADDED_COLUMNS),
 )
 #: the columns of ``groups``, in order
 GROUP_COLUMNS = ("id", "schema_version", "kind", "session_id", "step", "call_json", "case",
@@ -57,11 +71,11 @@ GROUP_COLUMNS = ("id", "schema_version", "kind", "session_id", "step", "call_jso
                   "finished_at")
 STATEMENTS = [
     "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
-    RUNS_V1,
+    RUNS.format(name="runs"),
     """CREATE TABLE IF NOT EXISTS samples (
         run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
         row INTEGER NOT NULL, values_json TEXT NOT NULL, PRIMARY KEY (run_id, row))""",
-    'CREATE INDEX IF NOT EXISTS runs_case_tool ON runs ("case", tool)',
+    RUNS_INDEX,
     GROUPS,
 ]
 
@@ -104,19 +118,44 @@ def stored_version(con: sqlite3.Connection, path: object) -> Optional[int]:
 
 
 def create_or_upgrade(con: sqlite3.Connection, path: object) -> None:
-    """Inside a write transaction: create the tables of a new file, or bring an older one
-    to :data:`SCHEMA_VERSION`."""
+    """Inside a write transaction, with foreign keys off (:func:`rebuild_runs`): create the
+    tables of a new file, or bring an older one to :data:`SCHEMA_VERSION`."""
     found = stored_version(con, path)
+    older = "runs" in tables(con) and not _columns(con, "main", "runs") >= set(RUN_COLUMNS)
     for statement in STATEMENTS:
         con.execute(statement)
+    if older:
+        rebuild_runs(con, path)
     if found is None:
         con.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
-    if found is None or found < SCHEMA_VERSION:
-        have = _columns(con, "main", "runs")
-        for name, kind, _ in RUNS_V2_COLUMNS:
-            if name not in have:
-                con.execute(f'ALTER TABLE runs ADD COLUMN "{name}" {kind}')
-        con.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
+    con.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
+
+
+def rebuild_runs(con: sqlite3.Connection, path: object) -> None:
+    """Inside a write transaction: ``runs`` made again with the current columns and no
+    CHECK on ``emulation``, every row kept with its id (SQLite's procedure for what ALTER
+    TABLE cannot change; see the module docstring). Foreign keys must be off: with them on,
+    dropping ``runs`` would delete every sample with it.
+
+    Raises:
+        StoreError: foreign keys are on, or a sample is left without its run.
+    """
+    if con.execute("PRAGMA foreign_keys").fetchone()[0]:
+        raise StoreError(f"{path}: the results store is rebuilt with foreign keys off only")
+    have = _columns(con, "main", "runs")
+    sequence = con.execute("SELECT seq FROM sqlite_sequence WHERE name = 'runs'").fetchone()
+    con.execute(RUNS.format(name="runs_rebuilt"))
+    copied = ", ".join(f'"{c}"' for c in ("id", *RUN_COLUMNS) if c in have)
+    con.execute(f"INSERT INTO runs_rebuilt ({copied}) SELECT {copied} FROM runs")
+    con.execute("DROP TABLE runs")
+    con.execute("ALTER TABLE runs_rebuilt RENAME TO runs")
+    if sequence is not None:  # ids are never taken again, as before
+        con.execute("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'runs'",
+                    (sequence[0],))
+    con.execute(RUNS_INDEX)
+    orphans = con.execute("PRAGMA foreign_key_check").fetchall()
+    if orphans:
+        raise StoreError(f"{path}: {len(orphans)} sample row(s) have no run: not upgraded")
 
 
 def check_readable(con: sqlite3.Connection, path: object) -> int:
@@ -141,8 +180,7 @@ def current_views(con: sqlite3.Connection) -> None:
     with the current columns, without writing to the file."""
     con.execute("PRAGMA temp_store=MEMORY")
     have = _columns(con, "main", "runs")
-    extra = [f'{default} AS "{name}"' for name, _, default in RUNS_V2_COLUMNS
-             if name not in have]
+    extra = [f'{default} AS "{name}"' for name, default in ADDED_COLUMNS if name not in have]
     if extra:
         con.execute(f"CREATE TEMP VIEW runs AS SELECT *, {', '.join(extra)} FROM main.runs")
     if "groups" not in tables(con):

@@ -7,13 +7,14 @@ the commit reached the disk, so a crashed kernel, a ``kill -9`` or a Ctrl-C lose
 the measurement still in flight, never a finished one, and never leaves half a run. Several
 processes may write to the same file at once.
 
-Schema (version 2; a version 1 file is upgraded in place by the first command that writes
-to it, and read as it is by one that only reads; a newer version is refused with
-:class:`StoreError`). A store opened with ``create=False`` is only read until something is
-saved to it: listing it never writes to the file. A row that does not hold what the kit
-saved (text that is not JSON where JSON goes, a time that is not ISO 8601, a verdict the
-kit does not give, a version that is not a whole number) is a :class:`StoreError` naming
-the table and the row (``runs row 3: summary_json is not valid JSON``):
+Schema (version 3; an older file is upgraded in place by the first command that writes to
+it, and read as it is by one that only reads (:mod:`labtools.results.schema`); a newer
+version is refused with :class:`StoreError`). A store opened with ``create=False`` is only
+read until something is saved to it: listing it never writes to the file. A row that does
+not hold what the kit saved (text that is not JSON where JSON goes, a time that is not ISO
+8601, a verdict the kit does not give, a version that is not a whole number) is a
+:class:`StoreError` naming the table and the row (``runs row 3: summary_json is not valid
+JSON``):
 
 ``schema_version(version INTEGER)`` — one row.
 
@@ -21,15 +22,18 @@ the table and the row (``runs row 3: summary_json is not valid JSON``):
 ``started_at`` / ``finished_at`` (ISO 8601 UTC), ``topology`` (name), ``topology_json``
 (:func:`labtools.model.catalog.to_dict`, or NULL), ``params_json``, ``src``, ``dst``,
 ``tool`` (ping, iperf, iperf3, simpleperf), ``tool_version``, ``command_json`` (argument
-vector), ``command`` (the same, shell-quoted), ``kernel``, ``emulation`` (``native`` or
-``vm``), ``host``, ``python``, ``labtools_version``, ``case``, ``label``, ``status`` (``ok``
-or ``error``), ``error`` (one-line reason), ``summary_json`` (the parser's summary, Mbit/s
-and ms), ``raw_output`` (always kept), ``verdicts_json`` (rows of metric, expected,
-measured, unit, ratio, verdict, reason), ``table_json`` (``[[column, dtype], ...]``),
-``n_samples``; since version 2: ``session_id`` (the lab session), ``step`` (its probe call
-number in that session), ``call_json`` (probe and identifying arguments), ``group_id``
-(concurrent flows or a capacity search), ``context_json`` (what judging needs: warm-up,
-offered rate, load, the machine's calibration).
+vector), ``command`` (the same, shell-quoted), ``kernel``, ``emulation`` (``native``,
+``vm-tcg`` or ``vm-kvm``, :class:`labtools.settings.Emulation`; ``vm`` in a run saved before
+version 3: in the lab VM, acceleration not recorded), ``host``, ``python``,
+``labtools_version``, ``case``, ``label``, ``status`` (``ok`` or ``error``), ``error``
+(one-line reason), ``summary_json`` (the parser's summary, Mbit/s and ms), ``raw_output``
+(always kept), ``verdicts_json`` (rows of metric, expected, measured, unit, ratio, verdict,
+reason), ``table_json`` (``[[column, dtype], ...]``), ``n_samples``; since version 2:
+``session_id`` (the lab session), ``step`` (its probe call number in that session),
+``call_json`` (probe and identifying arguments), ``group_id`` (concurrent flows or a
+capacity search), ``context_json`` (what judging needs: warm-up, offered rate, load, the
+machine's calibration; and the durations' name, who measured, what else the run kept);
+since version 3: ``exit_status`` (the tool's; NULL where not known).
 
 ``groups`` (version 2) — one row per set of concurrent flows or capacity search: ``id``,
 ``kind`` (``flows`` or ``capacity``), ``session_id``, ``step``, ``call_json``, ``case``,
@@ -40,34 +44,36 @@ runs carry its ``id`` as ``group_id``.
 ``samples(run_id, row, values_json)`` — one row per table row; :meth:`ResultStore.samples`
 rebuilds the DataFrame with its columns and dtypes.
 
-Judged measurements are rebuilt from their raw output (parse, summarise, judge) without a
-network by :meth:`ResultStore.measurement` and :meth:`ResultStore.group`.
+A record (:mod:`labtools.results.records`) holds the judge's own types; only the store
+turns them into these columns and back (:mod:`labtools.results.columns`). Judged
+measurements are rebuilt from their raw output (parse, summarise, judge) without a network
+by :meth:`ResultStore.measurement` and :meth:`ResultStore.group`.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
-from dataclasses import fields
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Sequence, Tuple, Union
 
 from labtools.errors import InputError, StoreError
-from labtools.results.rebuild import rebuild_group, rebuild_measurement
-from labtools.results.records import (
-    RunRecord,
+from labtools.judge.capacity import CapacitySearch
+from labtools.judge.measurement import Measurement
+from labtools.judge.shares import FlowsMeasurement
+from labtools.results.columns import (
     check_run_row,
     decode_json,
-    decode_time,
-    decode_verdicts,
-    dumps,
-    environment_metadata,
-    iso_time,
+    group_record,
+    group_row,
     rebuild_table,
+    run_record,
     run_row,
     table_values,
-    utc_now,
 )
+from labtools.results.rebuild import rebuild_group, rebuild_measurement
+from labtools.results.records import GroupRecord, RunRecord, environment
 from labtools.results.schema import (
     GROUP_COLUMNS,
     RUN_COLUMNS,
@@ -82,21 +88,13 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 __all__ = ["SCHEMA_VERSION", "DEFAULT_PATH", "FILTERS", "ResultStore", "RunRecord",
-           "environment_metadata", "store_file"]
+           "GroupRecord", "store_file"]
 
 DEFAULT_PATH = Path("results") / "labtools.sqlite"
 BUSY_TIMEOUT_S = 30.0
 #: columns of ``runs`` that :meth:`ResultStore.runs` accepts as filters
 FILTERS = ("id", "topology", "src", "dst", "tool", "case", "label", "status", "emulation",
-           "kernel", "host", "session_id", "group_id")
-
-#: RunRecord field -> the JSON column it is read back from, and the JSON kind it holds
-_DECODED = {"topology_dict": ("topology_json", dict), "params": ("params_json", dict),
-            "command": ("command_json", list), "summary": ("summary_json", dict),
-            "call": ("call_json", dict), "context": ("context_json", dict)}
-#: JSON columns of ``groups`` and the kind each holds (verdicts_json: verdict rows)
-_GROUP_JSON = {"call_json": dict, "spec_json": dict, "summary_json": dict,
-               "context_json": dict}
+           "kernel", "host", "session_id", "group_id", "exit_status")
 
 
 def store_file(path: Union[Path, str]) -> Path:
@@ -169,27 +167,38 @@ class ResultStore:
             con.close()
 
     def _init_schema(self) -> None:
-        """Create the tables of a new file or upgrade an older one (a write)."""
+        """Create the tables of a new file or upgrade an older one (a write; foreign keys
+        off while ``runs`` may be rebuilt, as :func:`~labtools.results.schema.rebuild_runs`
+        needs)."""
+        with self._transaction(f"{self.path} is not a usable results store",
+                               upgrading=True) as con:
+            create_or_upgrade(con, self.path)
+        self._version, self._written = SCHEMA_VERSION, True
+
+    @contextmanager
+    def _transaction(self, failure: str, upgrading: bool = False
+                     ) -> Iterator[sqlite3.Connection]:
+        """A write transaction (``BEGIN IMMEDIATE``) committed when the block ends, rolled
+        back when it raises; an SQLite error becomes ``StoreError("{failure}: {error}")``.
+        An older file is upgraded before the first write; the upgrade's own transaction
+        (``upgrading``) runs with foreign keys off."""
+        if not upgrading and not self._written:
+            self._init_schema()
         con = self._connect(write=True)
         try:
+            if upgrading:
+                con.execute("PRAGMA foreign_keys=OFF")  # no effect inside a transaction
             con.execute("BEGIN IMMEDIATE")
-            create_or_upgrade(con, self.path)
+            yield con
             con.execute("COMMIT")
         except sqlite3.Error as err:
             _rollback(con)
-            raise StoreError(f"{self.path} is not a usable results store: {err}") from None
-        except StoreError:
+            raise StoreError(f"{failure}: {err}") from None
+        except BaseException:
             _rollback(con)
             raise
         finally:
             con.close()
-        self._version, self._written = SCHEMA_VERSION, True
-
-    def _writer(self) -> sqlite3.Connection:
-        """A connection to write with; an older file is upgraded first."""
-        if not self._written:
-            self._init_schema()
-        return self._connect(write=True)
 
     # --- writing -------------------------------------------------------------------
     def save(self, record: RunRecord) -> int:
@@ -197,52 +206,25 @@ class ResultStore:
 
         When this returns, the run is on disk (a crash right after loses nothing).
         """
-        row = run_row(record)
+        row = run_row(record, environment())
         values = table_values(record.table)
-        con = self._writer()
-        try:
-            con.execute("BEGIN IMMEDIATE")
+        with self._transaction(f"cannot save the {record.tool} run to {self.path}") as con:
             cursor = con.execute(_insert("runs", RUN_COLUMNS), [row[c] for c in RUN_COLUMNS])
-            run_id = int(cursor.lastrowid)  # type: ignore[arg-type]
+            run_id = cursor.lastrowid
+            if run_id is None:  # pragma: no cover - an INSERT always sets it
+                raise StoreError(f"{self.path}: SQLite gave the saved run no id")
             con.executemany("INSERT INTO samples (run_id, row, values_json) VALUES (?, ?, ?)",
                             ((run_id, i, v) for i, v in enumerate(values)))
-            con.execute("COMMIT")
-        except sqlite3.Error as err:
-            _rollback(con)
-            raise StoreError(f"cannot save the {record.tool} run to {self.path}: {err}") from None
-        finally:
-            con.close()
         record.id = run_id
         return run_id
 
-    def save_group(self, group_id: str, kind: str, spec: Dict[str, Any], summary: Dict[str, Any],
-                   verdicts: Sequence[Dict[str, Any]], *, session_id: str = "",
-                   step: Optional[int] = None, call: Optional[Dict[str, Any]] = None,
-                   case: str = "", context: Optional[Dict[str, Any]] = None,
-                   started_at: str = "", finished_at: str = "") -> str:
+    def save_group(self, group: GroupRecord) -> str:
         """Write the record of concurrent flows or a capacity search (its runs are saved
         on their own, with ``group_id``); return the group id."""
-        if kind not in ("flows", "capacity"):
-            raise InputError(f"group kind must be 'flows' or 'capacity', not {kind!r}")
-        row = {"id": group_id, "schema_version": SCHEMA_VERSION, "kind": kind,
-               "session_id": session_id, "step": step,
-               "call_json": None if call is None else dumps(call), "case": case,
-               "spec_json": dumps(spec), "summary_json": dumps(summary),
-               "verdicts_json": dumps(list(verdicts)),
-               "context_json": None if context is None else dumps(context),
-               "started_at": iso_time(started_at or utc_now()),
-               "finished_at": iso_time(finished_at or utc_now())}
-        con = self._writer()
-        try:
-            con.execute("BEGIN IMMEDIATE")
+        row = group_row(group)
+        with self._transaction(f"cannot save the {group.kind} group to {self.path}") as con:
             con.execute(_insert("groups", GROUP_COLUMNS), [row[c] for c in GROUP_COLUMNS])
-            con.execute("COMMIT")
-        except sqlite3.Error as err:
-            _rollback(con)
-            raise StoreError(f"cannot save the {kind} group to {self.path}: {err}") from None
-        finally:
-            con.close()
-        return group_id
+        return group.id
 
     # --- reading -------------------------------------------------------------------
     def query(self, sql: str, args: Sequence[Any] = ()) -> List[sqlite3.Row]:
@@ -282,24 +264,12 @@ class ResultStore:
             frame = pd.concat([frame, flat.set_index(frame.index)], axis=1)
         return frame
 
-    def groups(self, **filters: Any) -> List[Dict[str, Any]]:
-        """The groups (oldest first) as dicts with their JSON columns decoded; filters as
-        for :meth:`runs` on ``id``, ``kind``, ``session_id``, ``case``."""
-        allowed = ("id", "kind", "session_id", "case")
-        where, args = _where(filters, allowed)
+    def groups(self, **filters: Any) -> List[GroupRecord]:
+        """The groups (oldest first); filters as for :meth:`runs` on ``id``, ``kind``,
+        ``session_id``, ``case``."""
+        where, args = _where(filters, ("id", "kind", "session_id", "case"))
         rows = self.query(f"SELECT * FROM groups{where} ORDER BY started_at, id", args)
-        return [self._decode_group(dict(r)) for r in rows]
-
-    def _decode_group(self, row: Dict[str, Any]) -> Dict[str, Any]:
-        where = f"{self.path}: groups row {row['id']!r}"
-        for column, kind in _GROUP_JSON.items():
-            row[column[: -len("_json")]] = decode_json(row.pop(column, None),
-                                                       f"{where}: {column}", kind)
-        row["verdicts"] = decode_verdicts(row.pop("verdicts_json", None),
-                                          f"{where}: verdicts_json")
-        for column in ("started_at", "finished_at"):
-            decode_time(row[column], f"{where}: {column}")
-        return row
+        return [group_record(dict(r), f"{self.path}: groups row {r['id']!r}") for r in rows]
 
     def samples(self, run_id: int) -> pd.DataFrame:
         """The table of run ``run_id`` with the columns and dtypes it was saved with."""
@@ -324,25 +294,15 @@ class ResultStore:
         rows = self.query("SELECT * FROM runs WHERE id = ?", (int(run_id),))
         if not rows:
             raise StoreError(f"no run {run_id} in {self.path}")
-        row = dict(rows[0])
-        check_run_row(dict(row), f"{self.path}: runs row {int(run_id)}")
-        where = f"{self.path}: runs row {int(run_id)}"
-        known = {f.name for f in fields(RunRecord)}
-        values = {k: v for k, v in row.items() if k in known}
-        for name, (column, kind) in _DECODED.items():
-            values[name] = decode_json(row.get(column), f"{where}: {column}", kind)
-        values["verdicts"] = decode_verdicts(row.get("verdicts_json"), f"{where}: verdicts_json")
-        values["params"] = values["params"] or {}
-        values["command"] = values["command"] or []
-        values["summary"] = values["summary"] or {}
-        return RunRecord(table=self.samples(run_id) if table else Rows.empty(), **values)
+        return run_record(dict(rows[0]), f"{self.path}: runs row {int(run_id)}",
+                          self.samples(run_id) if table else Rows.empty())
 
-    def measurement(self, run_id: int) -> Any:
+    def measurement(self, run_id: int) -> Measurement:
         """Run ``run_id`` judged again from its raw output (no network needed): a
         :class:`~labtools.judge.measurement.Measurement` equal to the one that was saved."""
         return rebuild_measurement(self.get(run_id))
 
-    def group(self, group_id: str) -> Any:
+    def group(self, group_id: str) -> Union[FlowsMeasurement, CapacitySearch]:
         """Concurrent flows or a capacity search judged again from their runs' raw output."""
         found = self.groups(id=group_id)
         if not found:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, TextIO, Tuple
 
+from labtools import settings
 from labtools.errors import ParseError
 from labtools.system.toolenv import tools_env
 
@@ -237,9 +238,9 @@ def kernel_images(boot_dir: Path = Path("/boot"),
 
 def find_vm_kernel() -> Optional[Path]:
     """The kernel image the VM runner boots: ``$LABTOOLS_VM_KERNEL`` or the newest stock one."""
-    chosen = os.environ.get("LABTOOLS_VM_KERNEL")
-    if chosen:
-        return Path(chosen) if os.path.isfile(chosen) else None  # False where unreadable
+    chosen = settings.current().vm_kernel
+    if chosen is not None:
+        return chosen if os.path.isfile(chosen) else None  # False where unreadable
     images = kernel_images()
     return images[0] if images else None
 
@@ -266,12 +267,9 @@ def vm_runner_missing() -> List[Tuple[str, str]]:
 
 
 def cache_dir() -> Path:
-    """Where probe results are cached: ``$LABTOOLS_CACHE_DIR``, else ``~/.cache/labtools``."""
-    chosen = os.environ.get("LABTOOLS_CACHE_DIR")
-    if chosen:
-        return Path(chosen)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "labtools"
+    """Where probe results are cached: ``$LABTOOLS_CACHE_DIR``, else ``~/.cache/labtools``
+    (:class:`labtools.settings.Settings`)."""
+    return settings.current().cache_dir
 
 
 def kvm_device_ok() -> Tuple[bool, str]:

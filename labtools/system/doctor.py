@@ -1,10 +1,11 @@
 """Can this machine run the lab, and how to fix what is missing (``labtools doctor``).
 
-One :class:`Check` per item (the lab sandbox, root, Mininet, the tools, Open vSwitch, netem,
-KVM, the VM runner), each with what was found and how to fix it. The slow KVM probe is
-cached. A lab needs no root: its network lives in a user namespace of its own (the "lab
-sandbox" check says whether this machine allows it, and which setting to change when not);
-only Open vSwitch switches and loading ``sch_netem`` need root.
+One :class:`Check` per item (the kit's settings, the lab sandbox, root, Mininet, the tools,
+Open vSwitch, netem, KVM, the VM runner), each with what was found and how to fix it, then
+the settings in force (:func:`settings_lines`). The slow KVM probe is cached. A lab needs
+no root: its network lives in a user namespace of its own (the "lab sandbox" check says
+whether this machine allows it, and which setting to change when not); only Open vSwitch
+switches and loading ``sch_netem`` need root.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import sys
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Tuple
 
+from labtools import settings
 from labtools.system import capabilities as caps
 
 
@@ -50,6 +52,18 @@ def _tool_check(name: str) -> Check:
     if info.path is None:
         return Check(name, False, f"'{tool}' not found on PATH", fix)
     return Check(name, True, f"{info.version or 'unknown version'} ({info.path})", "")
+
+
+def _settings_check() -> Check:
+    """The environment's settings (:mod:`labtools.settings`) hold values the kit can use."""
+    from labtools.errors import InputError
+
+    try:
+        found = settings.current()
+    except InputError as err:
+        return Check("settings", False, str(err), "unset the variable, or give it a value "
+                     "the kit takes (labtools/settings.py describes each)")
+    return Check("settings", True, f"emulation {found.emulation.value}, mode {found.mode}", "")
 
 
 def _sandbox_check() -> Check:
@@ -115,9 +129,7 @@ def _netem_check() -> Check:
 
 
 def _kvm_check(recheck: bool) -> Check:
-    from labtools.system.vm import in_vm
-
-    if in_vm():
+    if settings.current().in_vm:
         return Check("KVM", True, "not needed inside the VM runner's guest", "", required=False)
     ok, detail = caps.kvm_usable(recheck=recheck, progress=sys.stderr)
     fix = ("" if ok else "optional: the VM runner falls back to software emulation (boot "
@@ -126,9 +138,7 @@ def _kvm_check(recheck: bool) -> Check:
 
 
 def _vm_runner_check() -> Check:
-    from labtools.system.vm import in_vm
-
-    if in_vm():
+    if settings.current().in_vm:
         return Check("VM runner", True, "running inside the VM runner's guest", "",
                      required=False)
     missing = caps.vm_runner_missing()
@@ -142,6 +152,7 @@ def _vm_runner_check() -> Check:
 
 #: the checks in report order (name -> function(recheck) -> Check)
 CHECKS: Dict[str, Callable[[bool], Check]] = {
+    "settings": lambda recheck: _settings_check(),
     "lab sandbox": lambda recheck: _sandbox_check(),
     "root": lambda recheck: _root_check(),
     "Mininet": lambda recheck: _mininet_check(),
@@ -162,10 +173,13 @@ VM_ONLY = ("KVM", "VM runner")
 
 def collect_checks(recheck: bool = False) -> List[Check]:
     """Run every check (the KVM probe again when ``recheck``). Where this kernel emulates
-    links itself, the VM runner's checks are not run: they say they are not needed."""
+    links itself, the VM runner's checks are not run: they say they are not needed. With
+    settings the kit cannot use, that is the only check (every other one reads them)."""
     done: Dict[str, Check] = {}
     for name, fn in CHECKS.items():  # the netem check comes before the VM runner's
         netem = done.get("netem in this kernel")
+        if name != "settings" and not done["settings"].ok:
+            break
         if name in VM_ONLY and netem is not None and netem.ok:
             done[name] = Check(name, True, "not needed: this kernel emulates links (netem)",
                                "", required=False)
@@ -178,7 +192,8 @@ def kit_can_work(checks: List[Check]) -> bool:
     """Every required check passed, and netem works natively or the VM runner is ready."""
     by_name = {c.name: c for c in checks}
     required_ok = all(c.ok for c in checks if c.required)
-    return required_ok and (by_name["netem in this kernel"].ok or by_name["VM runner"].ok)
+    return required_ok and any(by_name[name].ok for name in ("netem in this kernel", "VM runner")
+                               if name in by_name)
 
 
 def format_line(check: Check) -> str:
@@ -197,6 +212,24 @@ def verdict(checks: List[Check]) -> str:
         return "the kit runs real networks natively on this machine"
     return ("the kit runs real networks through the VM runner (labtools vm -- CMD); "
             "make test and make lab use it on their own")
+
+
+def settings_lines() -> List[str]:
+    """The settings in force, one line each: ``LABTOOLS_MODE=student`` or, when unset,
+    ``LABTOOLS_MODE (unset): instructor``."""
+    lines = ["settings (environment variables; what each does: labtools doctor --json, "
+             "labtools/settings.py):"]
+    for variable, value in settings.in_force():
+        shown = f"={value}" if value is not None else f" (unset): {variable.default}"
+        lines.append(f"  {variable.name}{shown}")
+    return lines
+
+
+def settings_as_dicts() -> List[Dict[str, object]]:
+    """The JSON form of the settings in force: ``{name, value, default, effect, set_by}``
+    (``value`` None when unset: the default holds)."""
+    return [{"name": v.name, "value": value, "default": v.default, "effect": v.effect,
+             "set_by": v.set_by} for v, value in settings.in_force()]
 
 
 def checks_as_dicts(checks: List[Check]) -> List[Dict[str, object]]:

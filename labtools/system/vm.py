@@ -30,10 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Dict, List, Optional, Sequence, Tuple
 
+from labtools import settings
 from labtools.errors import InputError, VMError
 from labtools.paths import checkout_root
 from labtools.system.toolenv import tools_env, venv_bin_dir
-from labtools.system.vm_leftovers import IN_VM_VARIABLE, VM_MARK, VM_MODE_VARIABLE, VM_OWNER_FILE
+from labtools.system.vm_leftovers import VM_MARK, VM_OWNER_FILE
 
 #: kernel modules the guest loads before the command (missing ones only print a note)
 DEFAULT_MODULES: Tuple[str, ...] = ("sch_netem", "sch_htb", "openvswitch")
@@ -106,17 +107,6 @@ class VMSpec:
     path_dirs: Tuple[str, ...] = ()
 
 
-def in_vm() -> bool:
-    """True inside a guest started by the VM runner (the guest script sets a variable)."""
-    return os.environ.get(IN_VM_VARIABLE) == "1"
-
-
-def emulation_mode() -> str:
-    """Where the kit runs: ``native``, or in the runner's guest ``vm-kvm`` or ``vm-tcg``
-    (software emulation; the guest script says which in :data:`VM_MODE_VARIABLE`)."""
-    return f"vm-{os.environ.get(VM_MODE_VARIABLE) or 'tcg'}" if in_vm() else "native"
-
-
 def project_root() -> Optional[Path]:
     """The kit's source folder when it is installed from a checkout (editable), else None."""
     return checkout_root()
@@ -167,8 +157,8 @@ def guest_script(spec: VMSpec) -> str:
     path = ":".join([*spec.path_dirs, GUEST_PATH_TAIL])
     lines = [
         "# run by labtools vm inside the guest",
-        f"export {IN_VM_VARIABLE}=1",
-        f"export {VM_MODE_VARIABLE}={'kvm' if spec.kvm else 'tcg'}",
+        f"export {settings.IN_VM}=1",
+        f"export {settings.VM_MODE}={'kvm' if spec.kvm else 'tcg'}",
         "export PYTHONUNBUFFERED=1  # stream output as it comes",
         f"export PATH={q(path)}",
         *(f"export {name}={q(value)}" for name, value in spec.env),
@@ -301,9 +291,9 @@ def _kvm_default() -> bool:
     """``$LABTOOLS_VM_KVM`` (1 or 0) when set, else the (cached) KVM probe's verdict."""
     from labtools.system import capabilities as caps
 
-    choice = os.environ.get("LABTOOLS_VM_KVM", "")
-    if choice in ("0", "1"):
-        return choice == "1"
+    choice = settings.current().vm_kvm
+    if choice is not None:
+        return choice
     return caps.kvm_usable(progress=sys.stderr)[0]
 
 
@@ -332,22 +322,18 @@ def make_spec(command: Sequence[str], state_dir: Path, *, cwd: Optional[Path] = 
     here = (cwd or Path.cwd()).resolve()
     if kvm is None:
         kvm = _kvm_default()
-    passed = [(k, v) for k, v in os.environ.items()
-              if (k.startswith("LABTOOLS_") and k not in (IN_VM_VARIABLE, VM_MODE_VARIABLE))
-              or k in PASSED_ENV]
-    idle_poll = not kvm and os.environ.get("LABTOOLS_VM_IDLE_POLL") == "1"
-    try:
-        n_cpus = int(cpus or os.environ.get("LABTOOLS_VM_CPUS") or (
-            IDLE_POLL_CPUS if idle_poll else min(2, os.cpu_count() or 1)))
-    except ValueError as err:
-        raise InputError(f"LABTOOLS_VM_CPUS is not a whole number: {err}") from err
+    chosen = settings.current()
+    idle_poll = not kvm and chosen.vm_idle_poll
+    n_cpus = cpus or chosen.vm_cpus or (
+        IDLE_POLL_CPUS if idle_poll else min(2, os.cpu_count() or 1))
+    passed = settings.passed_on(also=PASSED_ENV)
     spec = VMSpec(
         command=tuple(command), kernel=kernel, vng=vng, cwd=here,
         rwdirs=tuple(dict.fromkeys([*default_rwdirs(here), *(Path(d).resolve() for d in rwdirs)])),
-        state_dir=state_dir, memory=memory or os.environ.get("LABTOOLS_VM_MEMORY", "2G"),
+        state_dir=state_dir, memory=memory or chosen.vm_memory,
         cpus=n_cpus, kernel_args=IDLE_POLL_KERNEL_ARGS if idle_poll else (),
         kvm=kvm, forward_ports=tuple(forward_ports),
-        env=tuple(dict(passed + list(env)).items()), path_dirs=(str(venv_bin_dir()),),
+        env=tuple({**passed, **dict(env)}.items()), path_dirs=(str(venv_bin_dir()),),
     )
     validate_spec(spec)
     return spec

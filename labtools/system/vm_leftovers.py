@@ -20,21 +20,19 @@ import tempfile
 from pathlib import Path
 from typing import Iterable, List, Mapping, Sequence, Tuple
 
+from labtools import settings
+
 #: prefix of the runner's temporary folder
 VM_MARK = "labtools-vm-"
 #: in that folder: the PID of the ``labtools vm`` that owns the VM
 VM_OWNER_FILE = "owner.pid"
-#: set to 1 inside a guest started by the runner
-IN_VM_VARIABLE = "LABTOOLS_IN_VM"
-#: set inside the guest to ``kvm`` or ``tcg`` (software emulation)
-VM_MODE_VARIABLE = "LABTOOLS_VM_MODE"
 _FOLDER_RE = re.compile(r"/[^\s]*" + VM_MARK + r"[A-Za-z0-9_]+")
 
 
 def orphaned_vm_processes(processes: Mapping[int, Tuple[Sequence[str], int]]) -> List[int]:
     """PIDs of every process in the session of a VM whose runner is gone; a VM whose runner
     is alive is never listed. ``processes``: pid -> (argv, session id) of the live ones."""
-    if os.environ.get(IN_VM_VARIABLE) == "1":
+    if settings.current().in_vm:
         return []
     leaders = {pid for pid, (argv, sid) in processes.items()
                if sid == pid and folder_named(argv) and not owner_alive(folder_named(argv))}
@@ -44,7 +42,7 @@ def orphaned_vm_processes(processes: Mapping[int, Tuple[Sequence[str], int]]) ->
 def stale_folders(vm_commands: Iterable[Sequence[str]] = ()) -> List[str]:
     """Runner folders in the temporary directory whose owner is gone and whose VM no
     longer runs (``vm_commands``: the command lines of the VM processes still running)."""
-    if os.environ.get(IN_VM_VARIABLE) == "1":
+    if settings.current().in_vm:
         return []
     running = {folder_named(argv) for argv in vm_commands}
     found = []

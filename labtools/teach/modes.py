@@ -6,19 +6,18 @@ grading, CI). In a student's lab the kit does not hand out the values the labs' 
 questions ask for: ``lab.expected()`` and ``labtools expect`` refuse with
 :data:`STUDENT_MODE_REFUSAL`. ``LABTOOLS_SHOW_ANSWERS=1`` (self-study) shows them anyway.
 
-No imports beyond the standard library: the command line reads this before anything else.
+Both are settings of :mod:`labtools.settings` (no imports beyond the standard library: the
+command line reads this before anything else).
 """
 
 from __future__ import annotations
 
-import os
-
-from labtools.errors import InputError
+from labtools import settings
 
 MODE_VARIABLE = "LABTOOLS_MODE"
 SHOW_ANSWERS_VARIABLE = "LABTOOLS_SHOW_ANSWERS"
 #: the modes ``LABTOOLS_MODE`` takes; unset is the instructor's
-MODES = ("student", "instructor")
+MODES = settings.MODES
 #: why a student's lab does not give expected values away
 STUDENT_MODE_REFUSAL = ("the expected values are what the labs ask you to compute "
                         "(LABTOOLS_MODE=student); a measurement's verdicts show them once "
@@ -28,18 +27,15 @@ STUDENT_MODE_REFUSAL = ("the expected values are what the labs ask you to comput
 def student_mode() -> bool:
     """True in a student's lab (``LABTOOLS_MODE=student``); unset or ``instructor``: the
     instructor's. Another value is an :class:`~labtools.errors.InputError`."""
-    mode = os.environ.get(MODE_VARIABLE, "").strip().lower() or "instructor"
-    if mode not in MODES:
-        raise InputError(f"{MODE_VARIABLE} must be student or instructor, got {mode!r}")
-    return mode == "student"
+    return settings.current().student_mode
 
 
 def show_answers() -> bool:
     """True in self-study mode (``LABTOOLS_SHOW_ANSWERS=1``): expected values are shown."""
-    return os.environ.get(SHOW_ANSWERS_VARIABLE) == "1"
+    return settings.current().show_answers
 
 
 def answers_hidden() -> bool:
     """True when expected values must not be handed out: student mode, unless self-study
     (``LABTOOLS_SHOW_ANSWERS=1``) asks for them."""
-    return student_mode() and not show_answers()
+    return settings.current().answers_hidden

@@ -4,8 +4,8 @@
     lab = open_lab("path")      # quick mode, durations, results file, stop on exit
     lab.start()                 # the network (and this machine's calibration)
 
-:func:`open_lab` reads the notebook's settings from one place, the environment (or, for
-the variant, a file beside the notebook):
+:func:`open_lab` reads the notebook's settings from one place, :mod:`labtools.settings`
+(the environment; for the variant, also a file beside the notebook):
 
 - ``LABTOOLS_QUICK=1``: the short durations CI uses (:func:`labtools.judge.policy.durations`);
 - ``LABTOOLS_VARIANT`` or a file ``labtools-variant.txt``: the student's variant of the
@@ -37,13 +37,13 @@ graded (a graded cell grades what the student can influence).
 from __future__ import annotations
 
 import atexit
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Union
 
+from labtools import settings
 from labtools.errors import InputError
 from labtools.judge import policy
-from labtools.lab.replay import GRADING_VARIABLE, ReplaySession
+from labtools.lab.replay import ReplaySession
 from labtools.lab.session import LabSession
 from labtools.teach.modes import (  # noqa: F401 - the notebooks' one import place
     MODE_VARIABLE,
@@ -70,7 +70,7 @@ VARIANT_FILE = "labtools-variant.txt"
 
 def quick_mode() -> bool:
     """True when ``LABTOOLS_QUICK=1`` asks for the short durations (CI)."""
-    return os.environ.get(QUICK_VARIABLE) == "1"
+    return settings.current().quick
 
 
 def variant() -> str:
@@ -79,7 +79,7 @@ def variant() -> str:
     else '' (the reference values)."""
     from labtools.results.ownership import own_student
 
-    chosen = os.environ.get(VARIANT_VARIABLE, "").strip()
+    chosen = settings.current().variant
     if not chosen and Path(VARIANT_FILE).is_file():
         lines = Path(VARIANT_FILE).read_text(encoding="utf-8").strip().splitlines()
         chosen = lines[0].strip() if lines else ""
@@ -88,7 +88,7 @@ def variant() -> str:
 
 def grading() -> bool:
     """True while nbgrader executes the notebook (autograde or validate)."""
-    return bool(os.environ.get(GRADING_VARIABLE))
+    return bool(settings.current().grading)
 
 
 class StudentLabSession(LabSession):
@@ -133,10 +133,8 @@ def rate_scale_setting(spec: str) -> float:
     ``auto`` for what this machine's last calibration suggests for ``spec``'s topology."""
     from labtools.model.scaling import check_scale
 
-    chosen = os.environ.get(RATE_SCALE_VARIABLE, "").strip()
-    if not chosen:
-        return 1.0
-    if chosen.lower() == "auto":
+    chosen = settings.current()
+    if chosen.rate_scale_auto:
         from labtools.lab.calibration import last_calibration
         from labtools.model.catalog import load_topology
         from labtools.model.scaling import suggested_rate_scale
@@ -145,7 +143,7 @@ def rate_scale_setting(spec: str) -> float:
         return suggested_rate_scale(load_topology(spec),
                                     machine.forward_mbps if machine else None,
                                     policy.CAPACITY_HEADROOM)
-    return check_scale(chosen)
+    return 1.0 if chosen.rate_scale is None else check_scale(chosen.rate_scale)
 
 
 def open_lab(case: str, topology: str = "portfolio") -> Union[LabSession, ReplaySession]:

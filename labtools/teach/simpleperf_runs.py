@@ -188,7 +188,7 @@ def by_hand(lab: Any, server_host: str, server_cmd: List[str], client_host: str,
     if lab.replaying:
         return "grading: nothing runs on the hosts (this step is not graded)"
     with lab.server(server_host, server_cmd, port) as proc:
-        client_out = lab.run(client_host, client_cmd, BY_HAND_TIMEOUT_S)
-    server_out = wait_output(proc, server_cmd, server_host, BY_HAND_TIMEOUT_S)
+        client_out = lab.run(client_host, client_cmd, BY_HAND_TIMEOUT_S).text
+    server_out = wait_output(proc, server_cmd, server_host, BY_HAND_TIMEOUT_S).text
     return (f"{server_host}$ {shlex.join(server_cmd)}\n{server_out.rstrip()}\n\n"
             f"{client_host}$ {shlex.join(client_cmd)}\n{client_out.rstrip()}\n")

@@ -151,9 +151,9 @@ def run_on(lab: Any, node: str, command: str, timeout_s: float = HAND_TIMEOUT_S,
                 f"{node}$ {shlex.join(argv)})")
     lab.check_node(node)
     if server is None:
-        return str(lab.run(node, argv, timeout_s))
+        return str(lab.run(node, argv, timeout_s).text)
     host, text = server
     server_argv = _argv(lab, host, text)
     udp = "-u" in server_argv
     with lab.server(lab.check_node(host), server_argv, _port(server_argv), udp=udp):
-        return str(lab.run(node, argv, timeout_s))
+        return str(lab.run(node, argv, timeout_s).text)

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Type, TypeVar, Union
 
+from labtools.errors import InputError
 from labtools.tools.rows import Rows
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -97,6 +98,23 @@ class UdpSummary:
 
 
 Summary = Union[RttSummary, RateSummary, UdpSummary]
+#: one of the three kinds of summary
+S = TypeVar("S", RttSummary, RateSummary, UdpSummary)
+
+
+def require_kind(summary: Summary, kind: Type[S]) -> S:
+    """``summary`` as the ``kind`` of summary the caller measured (a ping's
+    :class:`RttSummary`, a TCP transfer's :class:`RateSummary`, a UDP stream's
+    :class:`UdpSummary`).
+
+    Raises:
+        InputError: it is another kind (the output was another tool's, or a UDP run where
+            a TCP one was meant).
+    """
+    if not isinstance(summary, kind):
+        raise InputError(f"a {kind.__name__} was needed here, but this run's summary is a "
+                         f"{type(summary).__name__} (kind {summary.kind!r})")
+    return summary
 
 
 def _num(value: Any) -> Optional[float]:
