@@ -30,7 +30,7 @@ missing=()
 [ -x /usr/bin/docker ] || missing+=(docker.io)
 command -v iptables >/dev/null || missing+=(iptables)
 command -v configurable-http-proxy >/dev/null || missing+=(node-configurable-http-proxy)
-python3 -c 'import ensurepip' 2>/dev/null || missing+=(python3-venv)
+/usr/bin/python3 -c 'import ensurepip' 2>/dev/null || missing+=(python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then
     say "installing ${missing[*]} (Debian's packages)"
     export DEBIAN_FRONTEND=noninteractive
@@ -46,7 +46,7 @@ stamp="$venv/.labhub-installed"
 want=$(sha256sum < "$here/deploy/hub/requirements.txt" | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     say "installing JupyterHub, DockerSpawner, the idle culler and the authenticators into $venv"
-    [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+    [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"  # Debian's Python
     "$venv/bin/python" -m pip install -q --disable-pip-version-check \
         -r "$here/deploy/hub/requirements.txt"
     echo "$want" > "$stamp"

@@ -91,7 +91,7 @@ fi
 # the kit's own dependencies, from pyproject.toml: the image's Python layer is rebuilt only
 # when they change, not when anything else in pyproject.toml does
 mkdir -p "$here/.cache/image"
-python3 - "$here/pyproject.toml" > "$here/.cache/image/kit-requirements.txt" <<'PY'
+/usr/bin/python3 - "$here/pyproject.toml" > "$here/.cache/image/kit-requirements.txt" <<'PY'
 import sys, tomllib
 project = tomllib.load(open(sys.argv[1], "rb"))["project"]
 print("\n".join(project["dependencies"] + project["optional-dependencies"]["lab"]))
