@@ -178,3 +178,12 @@ def test_plain_mininet_custom_file(tmp_path):
     first, second = topo.links
     assert (first.bw_mbps, first.delay_ms) == (4, 5)
     assert (second.delay_ms, second.loss_pct, second.queue_pkts) == (2.5, 1, 50)
+
+
+def test_a_rate_limit_is_asked_of_a_rate_limited_link_only():
+    from labtools.errors import TopologyError
+    from labtools.model.topology import Link
+
+    assert Link("r1", "r2", bw_mbps=40, name="L1").rate_limit_mbps() == 40.0
+    with pytest.raises(TopologyError, match="link h1-s1 has no rate limit"):
+        Link("h1", "s1").rate_limit_mbps()

@@ -14,7 +14,7 @@ import itertools
 import math
 import numbers
 from dataclasses import dataclass, field
-from typing import List, Sequence, Tuple, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 from labtools.errors import InputError
 from labtools.model import expect
@@ -52,6 +52,14 @@ def _describe(link: Link) -> str:
     if link.delay_ms:
         parts.append(f"{link.delay_ms:g} ms")
     return f"{link.label} ({', '.join(parts)})" if parts else link.label
+
+
+def _known(value: Optional[float], what: str) -> float:
+    """``value``, which the question's own answer implies exists (a flow with a share
+    crosses a rate-limited link); InputError naming ``what`` otherwise."""
+    if value is None:
+        raise InputError(f"{what} is not defined on this topology")
+    return float(value)
 
 
 def _names(links: Sequence[Link]) -> str:
@@ -100,7 +108,7 @@ def _rated(topo: Topology, src: str, dst: str) -> Tuple[expect.PathInfo, List[Li
     rated = [link for link in info.links if link.bw_mbps is not None]
     if not rated:
         raise InputError(f"the path {src} → {dst} has no rate-limited link: nothing to compute")
-    return info, rated, min(float(link.bw_mbps or 0) for link in rated)
+    return info, rated, min(link.rate_limit_mbps() for link in rated)
 
 
 def _wrong_rates(topo: Topology, info: expect.PathInfo, rated: List[Link],
@@ -108,17 +116,17 @@ def _wrong_rates(topo: Topology, info: expect.PathInfo, rated: List[Link],
     """(code, wrong rate in Mbit/s, explanation) for the usual ways of picking the rate."""
     slowest = "the slowest link sets the rate: a path carries no more than its slowest link"
     first = rated[0]
-    fastest = max(rated, key=lambda link: link.bw_mbps)  # type: ignore[arg-type,return-value]
-    out = [("sum", sum(link.bw_mbps for link in rated),  # type: ignore[misc]
+    fastest = max(rated, key=Link.rate_limit_mbps)
+    out = [("sum", sum(link.rate_limit_mbps() for link in rated),
             f"you added the rates of {_names(rated)}; {slowest}"),
-           ("first_link", first.bw_mbps, f"you took {first.label}'s rate; {slowest}"),
-           ("max", fastest.bw_mbps, f"you took {fastest.label}'s rate; {slowest}")]
+           ("first_link", first.rate_limit_mbps(), f"you took {first.label}'s rate; {slowest}"),
+           ("max", fastest.rate_limit_mbps(), f"you took {fastest.label}'s rate; {slowest}")]
     everywhere = [link for link in topo.links if link.bw_mbps is not None]
-    lowest = min(everywhere, key=lambda link: link.bw_mbps)  # type: ignore[arg-type,return-value]
+    lowest = min(everywhere, key=Link.rate_limit_mbps)
     if not any(lowest is link for link in rated):
-        out.append(("off_path", lowest.bw_mbps,
+        out.append(("off_path", lowest.rate_limit_mbps(),
                     f"{lowest.label} is not on the path {info.src} → {info.dst}; {rule}"))
-    return [(code, float(rate), text) for code, rate, text in out]  # type: ignore[arg-type]
+    return out
 
 
 def bottleneck(topo: Topology, src: str, dst: str) -> Solution:
@@ -218,7 +226,7 @@ def _equal_split(topo: Topology, flows: List[Flow], index: int) -> float:
     for link, forward in mine:
         count = sum(f.connections for f, used in zip(flows, others)
                     if any(lk is link and fw == forward for lk, fw in used))
-        best = min(best, float(link.bw_mbps) / count)  # type: ignore[arg-type]
+        best = min(best, link.rate_limit_mbps() / count)
     return best * flows[index].connections
 
 
@@ -232,7 +240,7 @@ def fair_share(topo: Topology, flows: Union[str, Sequence[Flow]],
         raise InputError(f"flow {me.src}:{me.dst} crosses no rate-limited link: no share")
     name = f"{me.src}-{me.dst}"
     limit = mine.limited_by
-    own_rate = expect.bottleneck(topo, me.src, me.dst)[0]
+    own_rate = _known(expect.bottleneck(topo, me.src, me.dst)[0], f"{name}'s bottleneck")
     total = sum(f.connections for f in spec)
     mistakes = []
     if any(f.connections > 1 for f in spec):
@@ -240,18 +248,18 @@ def fair_share(topo: Topology, flows: Union[str, Sequence[Flow]],
         many = ", ".join(f"{f.src}-{f.dst} opens {f.connections}"
                          for f in spec if f.connections > 1)
         mistakes.append(Mistake(
-            "per_pair", float(per_pair.share_mbps),  # type: ignore[arg-type]
+            "per_pair", _known(per_pair.share_mbps, f"{name}'s share per host pair"),
             f"you split per host pair; max-min fairness is per connection ({many} "
             f"connections), so count the connections that cross {limit}"))
     if me.connections > 1:
         mistakes.append(Mistake(
-            "per_connection", float(mine.per_connection_mbps),  # type: ignore[arg-type]
+            "per_connection", _known(mine.per_connection_mbps, f"{name}'s share per connection"),
             f"that is the share of one connection; the question asks for all "
             f"{me.connections} connections of {name} together"))
     mistakes += [
-        Mistake("no_sharing", float(own_rate),  # type: ignore[arg-type]
+        Mistake("no_sharing", own_rate,
                 f"that is {name}'s bottleneck alone; it shares {limit} with the other flows"),
-        Mistake("all_flows", float(own_rate) * me.connections / total,  # type: ignore[arg-type]
+        Mistake("all_flows", own_rate * me.connections / total,
                 f"not every flow crosses {limit}: only connections on the same link (and in the "
                 "same direction) divide it"),
         Mistake("no_leftover", _equal_split(topo, spec, index),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import (
     TYPE_CHECKING,
@@ -70,7 +71,7 @@ def repeated(lab: "LabSession", call: ProbeCall, repeat: int,
     runs = []
     for k in range(repeat):
         one = ProbeCall(call.probe, {**call.args, "repeat": repeat, "run": k})
-        runs.append(lab.perform(one, lambda one=one: measure(one)))  # type: ignore[misc]
+        runs.append(lab.perform(one, partial(measure, one)))
     from labtools.lab.replay import MissingMeasurement
 
     missing = [run for run in runs if isinstance(run, MissingMeasurement)]

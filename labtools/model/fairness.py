@@ -105,7 +105,7 @@ def max_min_shares(topo: Topology, flows: Sequence[Flow]) -> List[FlowShare]:
     remaining: Dict[Tuple[int, bool], float] = {}
     for used in usage:
         for key in used:
-            remaining[key] = float(topo.links[key[0]].bw_mbps)  # type: ignore[arg-type]
+            remaining[key] = topo.links[key[0]].rate_limit_mbps()
     rate: Dict[int, float] = {}
     limiter: Dict[int, Link] = {}
     growing = {i for i, used in enumerate(usage) if used}

@@ -93,6 +93,16 @@ class Link:
             or self.queue_pkts is not None
         )
 
+    def rate_limit_mbps(self) -> float:
+        """The rate limit (Mbit/s) of a link the caller knows to be rate-limited.
+
+        Raises:
+            TopologyError: the link has none (``bw_mbps`` is None).
+        """
+        if self.bw_mbps is None:
+            raise TopologyError(f"link {self.label} has no rate limit")
+        return float(self.bw_mbps)
+
     def other(self, node: str) -> str:
         """The endpoint that is not ``node``."""
         return self.b if node == self.a else self.a

@@ -28,7 +28,8 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Dict, List, Optional, Sequence, Tuple
+from types import FrameType
+from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from labtools import settings
 from labtools.errors import InputError, VMError
@@ -68,6 +69,8 @@ UNUSED_GUEST_MODULES = (
     "ghash_clmulni_intel", "sha512_ssse3", "sha256_ssse3", "sha1_ssse3", "aesni_intel",
     "crypto_simd", "cryptd")
 SCRIPT_FILE = "guest.sh"
+#: what :func:`signal.signal` gives back and takes: a function, SIG_DFL/SIG_IGN, or None
+Handler = Union[Callable[[int, Optional[FrameType]], Any], int, None]
 
 
 @dataclass(frozen=True)
@@ -217,7 +220,7 @@ def build_vng_args(spec: VMSpec) -> List[str]:
 def _pump(source: IO[bytes], target: IO[str]) -> None:
     """Copy a child's output to our stream as it arrives."""
     out = getattr(target, "buffer", None)
-    for chunk in iter(lambda: source.read1(4096), b""):  # type: ignore[attr-defined]
+    for chunk in iter(lambda: os.read(source.fileno(), 4096), b""):  # what has arrived
         if out is not None:
             out.write(chunk)
             out.flush()
@@ -267,7 +270,7 @@ def run_vng(args: Sequence[str], env: Dict[str, str], timeout_s: Optional[float]
         raise
     finally:
         for sig, handler in previous.items():
-            signal.signal(sig, handler)  # type: ignore[arg-type]
+            signal.signal(sig, handler)
         for t in pumps:
             t.join(timeout=5)
     return proc.returncode
@@ -277,7 +280,7 @@ def _raise_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def _interrupt_on_termination() -> Dict[int, object]:
+def _interrupt_on_termination() -> Dict[int, Handler]:
     """Turn SIGTERM/SIGHUP into KeyboardInterrupt so the VM (its own session) is stopped.
 
     Returns the previous handlers; nothing changes outside the main thread.
@@ -340,7 +343,7 @@ def make_spec(command: Sequence[str], state_dir: Path, *, cwd: Optional[Path] = 
 
 
 def run_in_vm(command: Sequence[str], *, timeout_s: Optional[float] = None,
-              **options: object) -> int:
+              **options: Any) -> int:
     """Run ``command`` in a throwaway VM; returns the command's own exit status.
 
     ``options`` are those of :func:`make_spec` (``cwd``, ``memory``, ``cpus``, ``kvm``,
@@ -353,7 +356,7 @@ def run_in_vm(command: Sequence[str], *, timeout_s: Optional[float] = None,
         state_dir = Path(tmp)
         # who owns this VM: `labtools clean` stops a VM whose owner is gone
         (state_dir / VM_OWNER_FILE).write_text(f"{os.getpid()}\n")
-        spec = make_spec(command, state_dir, **options)  # type: ignore[arg-type]
+        spec = make_spec(command, state_dir, **options)
         (state_dir / SCRIPT_FILE).write_text(guest_script(spec))
         mode = "KVM" if spec.kvm else "software emulation, about 13 s"
         mode += f"; {spec.cpus} CPU{'s' if spec.cpus > 1 else ''}"

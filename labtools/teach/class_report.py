@@ -24,13 +24,16 @@ table: this report grades nothing.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import pandas as pd
 
 from labtools.errors import InputError
 from labtools.teach import class_plots
 from labtools.teach.class_data import ClassData, collect
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.axes import Axes
 
 #: the default output folder, in the course folder (beside submitted/ and autograded/)
 OUTPUT_FOLDER = "class-report"
@@ -106,8 +109,10 @@ def _csv(table: pd.DataFrame, path: Path) -> Path:
     return path
 
 
-def _png(ax: object, path: Path) -> Path:
-    figure = ax.figure  # type: ignore[attr-defined]
+def _png(ax: "Axes", path: Path) -> Path:
+    figure = ax.get_figure(root=True)
+    if figure is None:  # pragma: no cover - every plot of the report is drawn on a figure
+        raise InputError(f"cannot write {path}: the plot has no figure")
     try:
         figure.savefig(path, dpi=PNG_DPI)
     except OSError as err:

@@ -64,8 +64,10 @@ def _spine(topo: Topology) -> List[str]:
     one, _ = _farthest(topo, first)
     other, parent = _farthest(topo, one)
     spine = [other]
-    while parent[spine[-1]] is not None:
-        spine.append(parent[spine[-1]])  # type: ignore[arg-type]
+    step = parent[other]
+    while step is not None:
+        spine.append(step)
+        step = parent[step]
     if first in spine and spine.index(first) > len(spine) // 2:
         spine.reverse()
     return spine

@@ -16,7 +16,7 @@ import argparse
 import ipaddress
 import re
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import List, NoReturn, Optional
 
 from labtools import __version__
 from labtools.errors import InputError
@@ -146,7 +146,7 @@ def _unit(text: str) -> str:
 class _Parser(argparse.ArgumentParser):
     """An argument parser that raises :class:`InputError` instead of exiting."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise InputError(message)
 
 

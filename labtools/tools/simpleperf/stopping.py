@@ -5,7 +5,10 @@ from __future__ import annotations
 import signal
 import threading
 from types import FrameType
-from typing import Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Union
+
+#: what :func:`signal.signal` gives back and takes: a function, SIG_DFL/SIG_IGN, or None
+Handler = Union[Callable[[int, Optional[FrameType]], Any], int, None]
 
 #: signal number -> exit status the shell convention gives it (128 + signal)
 EXIT_STATUS: Dict[int, int] = {signal.SIGINT: 130, signal.SIGTERM: 143}
@@ -23,7 +26,7 @@ class StopFlag:
         self.signum: Optional[int] = None
         self.count = 0
         self._event = threading.Event()
-        self._previous: Dict[int, object] = {}
+        self._previous: Dict[int, Handler] = {}
 
     @property
     def is_set(self) -> bool:
@@ -61,5 +64,5 @@ class StopFlag:
     def restore(self) -> None:
         """Give SIGINT and SIGTERM back their previous handlers."""
         for signum, previous in self._previous.items():
-            signal.signal(signum, previous)  # type: ignore[arg-type]
+            signal.signal(signum, previous)
         self._previous.clear()
