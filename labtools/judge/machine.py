@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Dict, Optional, Sequence
 
 from labtools.errors import InputError
+from labtools.judge import policy
 from labtools.model.expect import htb_burst_ms
 from labtools.model.topology import Link
 
@@ -57,12 +58,13 @@ class MachineProfile:
 
     def timers_limit(self) -> Optional[str]:
         """Why this machine could not drive the run's links at their rates, or None: its
-        timers fired later than HTB's burst lasts on the bottleneck."""
+        timers fired later than :data:`~labtools.judge.policy.TIMERS_LATE_FRACTION` of
+        the time HTB's burst lasts on the bottleneck."""
         late, burst = self.run_late_ms, self.run_burst_ms
-        if late is None or burst is None or late <= burst:
+        if late is None or burst is None or late <= policy.TIMERS_LATE_FRACTION * burst:
             return None
         return (f"during this run this machine's timers fired up to {late:.1f} ms late (90th "
-                f"percentile, a delayed link measured beside the lab), longer than the "
+                f"percentile, a delayed link measured beside the lab), against the "
                 f"{burst:.1f} ms HTB's burst lasts on the bottleneck: the link could not run "
                 "at its rate")
 

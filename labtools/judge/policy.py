@@ -103,6 +103,11 @@ SEARCH_START_FRACTION = 0.25
 
 # --- the machine -------------------------------------------------------------------------
 CAPACITY_HEADROOM = 0.9
+#: a shaped link's timers (HTB's, netem's) that fire later than this share of the time
+#: HTB's burst lasts cost the link its rate: in the lab VM on a busy host, timers 0.6-1.4 x
+#: the burst time late (90th percentile, beside the run) left iperf3 at 26-60 % of the
+#: ceiling, 1.9-4.2 x at 21-37 % (a path crosses several shaped hops, each its own timers)
+TIMERS_LATE_FRACTION = 0.5
 
 
 def warmup_s(duration_s: float) -> float:
