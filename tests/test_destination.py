@@ -110,4 +110,4 @@ def test_labtools_parse_refuses_another_pair_in_one_line(tmp_path):
     proc = run_cli(["parse", "ping", ping_out, "--topology", str(topo), "--src", "cli",
                     "--dst", "srv", "--json"])
     assert proc.returncode == 0, proc.stderr
-    assert [v["metric"] for v in json.loads(proc.stdout)["verdicts"]] == ["rtt_min", "rtt_max"]
+    assert [v["metric"] for v in json.loads(proc.stdout)["verdicts"]] == ["rtt_min", "rtt_avg", "rtt_max"]
