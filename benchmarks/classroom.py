@@ -215,6 +215,12 @@ def native(sizes: List[int], limit_s: float) -> Dict[str, Any]:
             say(f"class: {n} labs did not all start and measure within {limit_s:.0f} s: "
                 "larger sizes not tried")
             break
+    for parent in (Path("/sys/fs/cgroup", c, CGROUP_ROOT) for c in ("cpuacct", "memory", "")):
+        try:
+            parent.rmdir()  # the labs' groups are gone: their parent goes too
+        except OSError:
+            pass
+    shutil.rmtree(WORK, ignore_errors=True)
     return {"spec": SPEC, "limit_s": limit_s, "sizes": rows,
             "memory_available_mib": round(settled_available_mib()), "cores": os.cpu_count()}
 
