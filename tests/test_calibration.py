@@ -94,3 +94,24 @@ def test_the_emulation_mode_is_what_the_vm_runner_set(monkeypatch, in_vm, mode, 
     assert settings.current().emulation.value == expected
     net = CalibrationNetwork.beside(load_topology("portfolio"))
     assert calibration.calibrate(FixtureRunner(net), net).emulation == expected
+
+
+def test_without_netem_the_calibration_link_has_no_delay():
+    net = CalibrationNetwork.beside(load_topology("portfolio"), delayed=False)
+    assert net.delay_ms == 0 and net.topo.link("CAL").bw_mbps is not None
+    assert CalibrationNetwork.beside(load_topology("portfolio")).delay_ms == CALIBRATION_DELAY_MS
+
+
+@pytest.mark.root
+def test_a_delay_free_lab_calibrates_on_a_kernel_without_netem():
+    """A container or a course server without sch_netem runs delay-free labs (HTB only):
+    the lab's calibration must not need netem either (it stopped every such lab)."""
+    from labtools.lab.session import LabSession
+    from labtools.system.capabilities import kernel_has_netem
+
+    if kernel_has_netem()[0]:
+        pytest.skip("this kernel has netem: the calibration delays its link")
+    with LabSession("star,hosts=2,bw_mbps=50", results=None) as lab:
+        assert lab.calibration_net is not None and lab.calibration_net.delay_ms == 0
+        assert lab.machine is not None and lab.machine.forward_mbps > 0
+        assert lab.machine.delayed_link_late_ms == 0

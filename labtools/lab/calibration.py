@@ -33,7 +33,7 @@ from labtools.errors import LabtoolsError
 from labtools.judge.machine import MachineProfile
 from labtools.lab.base import HostRunner
 from labtools.lab.processes import parse_output
-from labtools.model.calibration import CALIBRATION_DELAY_MS, CalibrationNetwork
+from labtools.model.calibration import CalibrationNetwork
 from labtools.model.topology import Topology
 from labtools.results.records import utc_now
 from labtools.tools import args as toolargs
@@ -75,7 +75,8 @@ def calibrate(runner: HostRunner, net: CalibrationNetwork) -> MachineProfile:
     a, r1, r2, b = net.nodes
     began = time.monotonic()
     unshaped = _min_rtt_ms(runner, a, net.address(a, r1)) / 2
-    delayed = _min_rtt_ms(runner, r1, net.address(r1, r2)) / 2 - CALIBRATION_DELAY_MS
+    delayed = (_min_rtt_ms(runner, r1, net.address(r1, r2)) / 2 - net.delay_ms
+               if net.delay_ms > 0 else 0.0)  # no delayed link: no lateness to measure
     forward = _forward_mbps(runner, a, b, net.address(a, b))
     return MachineProfile(round(unshaped, 4), round(max(0.0, delayed), 4), round(forward, 2),
                           settings.current().emulation.value, utc_now(),

@@ -45,7 +45,7 @@ class LatenessWatch:
 
     def __enter__(self) -> "LatenessWatch":
         net = self.lab.calibration_net
-        if net is None:
+        if net is None or net.delay_ms <= 0:  # no delayed link beside the lab: no timers
             return self
         _a, r1, r2, _b = net.nodes
         try:
@@ -63,14 +63,20 @@ class LatenessWatch:
         try:
             proc.send_signal(signal.SIGINT)  # ping prints its summary and exits
             out, _ = proc.communicate(timeout=10)
-            self.late_ms = lateness_ms(out)
+            self.late_ms = lateness_ms(out, net_delay_ms(self.lab))
         except (OSError, LabtoolsError, ValueError, subprocess.TimeoutExpired):
             self.late_ms = None  # the watch failed: the measurement stands without it
         finally:
             terminate(proc)
 
 
-def lateness_ms(ping_output: str) -> Optional[float]:
+def net_delay_ms(lab: HostRunner) -> float:
+    """The one-way delay of the calibration network's delayed link (ms)."""
+    net = lab.calibration_net
+    return CALIBRATION_DELAY_MS if net is None else net.delay_ms
+
+
+def lateness_ms(ping_output: str, delay_ms: float = CALIBRATION_DELAY_MS) -> Optional[float]:
     """The 90th percentile of the lateness per crossing (ms) of a ping across the
     calibration network's delayed link: (RTT - 2 x its delay) / 2; None for fewer than 10
     replies."""
@@ -79,4 +85,4 @@ def lateness_ms(ping_output: str) -> Optional[float]:
     if len(rtts) < 10:
         return None
     sample = rtts[min(len(rtts) - 1, int(WATCH_PERCENTILE * len(rtts)))]
-    return round(max(0.0, (sample - 2 * CALIBRATION_DELAY_MS) / 2), 3)
+    return round(max(0.0, (sample - 2 * delay_ms) / 2), 3)

@@ -129,7 +129,8 @@ class LabSession(LabBase, HostRunner):
 
         if self.running:
             return
-        net = CalibrationNetwork.beside(self.topo) if self.calibrate else None
+        net = (CalibrationNetwork.beside(self.topo, _calibration_delays(self.topo))
+               if self.calibrate else None)
         backend = MininetBackend(self.topo, self.switch, beside=(net.topo,) if net else ())
         _require_capable_kernel(backend)
         self.open_store()
@@ -298,6 +299,17 @@ def _await_server(proc: "subprocess.Popen[str]", argv: List[str], host: str,
             raise ProbeTimeout(f"{argv[0]} server on {host} did not listen on port "
                                f"{port} within {SERVER_READY_S:g} s")
         time.sleep(SERVER_POLL_S)
+
+
+def _calibration_delays(topo: Topology) -> bool:
+    """Whether the calibration network may delay its link: when the lab's own links need
+    netem (then the kernel must have it), or the kernel has it; a delay-free lab on a
+    kernel without netem (a container, a course server) calibrates without a delay."""
+    from labtools.system.capabilities import kernel_has_netem
+
+    needs = any(link.delay_ms > 0 or link.loss_pct > 0 or link.queue_pkts is not None
+                for link in topo.links)
+    return needs or kernel_has_netem()[0]
 
 
 def _require_capable_kernel(backend: "MininetBackend") -> None:

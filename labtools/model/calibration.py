@@ -24,14 +24,16 @@ CALIBRATION_RATE_MBPS = 1000.0
 _PREFIXES = ("cal", "kcal", "zcal")
 
 
-def calibration_topology(taken: Iterable[str]) -> Topology:
-    """The calibration network, with node names that are not in ``taken``."""
+def calibration_topology(taken: Iterable[str], delayed: bool = True) -> Topology:
+    """The calibration network, with node names that are not in ``taken``; without
+    ``delayed`` its R1=R2 link has no delay (a kernel without netem: a delay-free lab)."""
     names = set(taken)
     prefix = next(p for p in _PREFIXES if not {f"{p}{i}" for i in range(1, 5)} & names)
     a, r1, r2, b = (f"{prefix}{i}" for i in range(1, 5))
     nodes = (Node(a, HOST), Node(r1, ROUTER), Node(r2, ROUTER), Node(b, HOST))
     links = (Link(a, r1), Link(r1, r2, bw_mbps=CALIBRATION_RATE_MBPS,
-                                delay_ms=CALIBRATION_DELAY_MS, name="CAL"), Link(r2, b))
+                                delay_ms=CALIBRATION_DELAY_MS if delayed else 0.0, name="CAL"),
+             Link(r2, b))
     return Topology("calibration", nodes, links)
 
 
@@ -42,9 +44,15 @@ class CalibrationNetwork:
     topo: Topology
 
     @classmethod
-    def beside(cls, lab: Topology) -> "CalibrationNetwork":
-        """The calibration network for a lab of topology ``lab`` (names it does not use)."""
-        return cls(calibration_topology(lab.names()))
+    def beside(cls, lab: Topology, delayed: bool = True) -> "CalibrationNetwork":
+        """The calibration network for a lab of topology ``lab`` (names it does not use);
+        ``delayed``: its R1=R2 link delays (needs netem)."""
+        return cls(calibration_topology(lab.names(), delayed))
+
+    @property
+    def delay_ms(self) -> float:
+        """The one-way delay of the R1=R2 link (ms; 0 without netem)."""
+        return self.topo.link("CAL").delay_ms
 
     @property
     def nodes(self) -> Tuple[str, str, str, str]:
