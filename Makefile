@@ -43,10 +43,10 @@ check-provisioning:
 	bash scripts/check-provisioning.sh
 
 unit: setup lint
-	$(VENV)/bin/python -m pytest -q -m "not network and not vm and not grading and not system and not browser"
+	$(VENV)/bin/python -m pytest -q -m "not network and not vm and not grading and not system and not browser and not hub"
 
 lint: setup
-	$(VENV)/bin/ruff check labtools tests benchmarks topologies solutions
+	$(VENV)/bin/ruff check labtools tests benchmarks topologies solutions deploy
 	$(VENV)/bin/mypy
 
 demo: setup
