@@ -199,3 +199,13 @@ def test_expect_shows_the_rtt_under_a_tcp_flow():
     assert data["loaded_queue_link"] == "L2" and data["load"] == "h1->h4"
     text = run_cli(["expect", "portfolio", "h1", "h4"]).stdout
     assert f"typically {round(model.typical_ms, 3):g} ms" in text
+
+
+def test_one_window_per_round_trip_is_the_inverse_of_the_bdp():
+    from labtools.frame_sizes import IPERF_UDP_FRAME_BYTES, TCP_FRAME_BYTES, TCP_MSS_BYTES
+
+    assert (TCP_MSS_BYTES, TCP_FRAME_BYTES, IPERF_UDP_FRAME_BYTES) == (1448, 1514, 1512)
+    assert expect.window_rate_mbps(expect.bdp_bytes(30, 40), 40) == pytest.approx(30)
+    assert expect.window_rate_mbps(100_000, 60) == pytest.approx(13.333, abs=1e-3)
+    with pytest.raises(InputError, match="RTT must be > 0 ms"):
+        expect.window_rate_mbps(100_000, 0)

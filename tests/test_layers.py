@@ -5,7 +5,7 @@ Every ``import`` in every module counts, the ones inside functions too, and the 
 ``if TYPE_CHECKING:`` as well: a module that names another's types depends on it all the
 same (the calibration once reached back to the lab session only that way, and the session
 could not be understood without it). Layers, lowest first: the base modules (``errors``,
-``paths``, ``settings``, the package itself); ``model`` (pure), ``tools`` and ``system`` beside each
+``paths``, ``settings``, ``frame_sizes``, the package itself); ``model`` (pure), ``tools`` and ``system`` beside each
 other; ``judge``; ``results``; ``lab``; ``teach``; ``commands`` and ``cli``. Only
 ``lab/network.py`` imports Mininet. As the layers only import downwards, a loop can only
 form inside one folder; the loop check covers the whole package anyway.
@@ -21,7 +21,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "labtools"
-BASE = {"errors", "paths", "settings", ""}
+BASE = {"errors", "paths", "settings", "frame_sizes", ""}
 #: layer -> the layers its modules may import
 ALLOWED: Dict[str, Set[str]] = {
     "base": {"base"},

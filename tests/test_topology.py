@@ -181,9 +181,6 @@ def test_plain_mininet_custom_file(tmp_path):
 
 
 def test_a_rate_limit_is_asked_of_a_rate_limited_link_only():
-    from labtools.errors import TopologyError
-    from labtools.model.topology import Link
-
     assert Link("r1", "r2", bw_mbps=40, name="L1").rate_limit_mbps() == 40.0
     with pytest.raises(TopologyError, match="link h1-s1 has no rate limit"):
         Link("h1", "s1").rate_limit_mbps()

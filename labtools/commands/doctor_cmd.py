@@ -28,6 +28,14 @@ from labtools.system.doctor import (
     verdict,
 )
 
+#: what ``labtools doctor --help`` says first
+DESCRIPTION = (
+    "Checks the kit's settings (environment variables), the lab sandbox (user namespaces: a "
+    "lab needs no root), root (only Open vSwitch needs it), Mininet, iperf, iperf3, ping, "
+    "bridge utilities, Open vSwitch, netem in this kernel (and whether sch_netem is loaded), "
+    "KVM and the VM runner, then prints the settings in force. Exit status 0 when the kit "
+    "can work (natively or through the VM runner), 1 otherwise.")
+
 
 def run(args: argparse.Namespace) -> int:
     """Print the report; 0 when the kit can work here, 1 otherwise."""
@@ -53,14 +61,8 @@ def run(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register ``labtools doctor``."""
-    p = subparsers.add_parser(
-        "doctor", help="check that this machine can run the lab, and how to fix it",
-        description="Checks the kit's settings (environment variables), the lab sandbox "
-        "(user namespaces: a lab needs no root), root (only Open vSwitch needs it), Mininet, "
-        "iperf, iperf3, ping, bridge utilities, Open vSwitch, netem in this kernel (and "
-        "whether sch_netem is loaded), KVM and the VM runner, then prints the settings in "
-        "force. Exit status 0 when the kit can work (natively or through the VM runner), 1 "
-        "otherwise.")
+    p = subparsers.add_parser("doctor", description=DESCRIPTION, help="check that this "
+                              "machine can run the lab, and how to fix it")
     p.add_argument("--json", action="store_true",
                    help="print the checks, the calibration and the settings as JSON")
     p.add_argument("--recheck", action="store_true",

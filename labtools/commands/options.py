@@ -10,11 +10,15 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
+from typing import Callable, TypeVar
+
+from labtools.frame_sizes import ETH_HEADER_BYTES, IPV4_HEADER_BYTES
 
 #: the smallest frame the expected-RTT sum makes sense for: an Ethernet and an IPv4 header
-MIN_FRAME_BYTES = 14 + 20
+MIN_FRAME_BYTES = ETH_HEADER_BYTES + IPV4_HEADER_BYTES
 #: the largest: the largest IPv4 packet (65,535 bytes) in one Ethernet frame
-MAX_FRAME_BYTES = 65_535 + 14
+MAX_FRAME_BYTES = 65_535 + ETH_HEADER_BYTES
+N = TypeVar("N", int, float)
 
 
 def text(value: str) -> str:
@@ -29,12 +33,17 @@ def path(value: str) -> Path:
     return Path(text(value))
 
 
+def _number(value: str, kind: Callable[[str], N], what: str) -> N:
+    """``value`` read as ``kind`` (int or float); ``"'x' is not {what}"`` otherwise."""
+    try:
+        return kind(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not {what}") from None
+
+
 def frame_bytes(value: str) -> int:
     """A frame size in bytes, :data:`MIN_FRAME_BYTES` to :data:`MAX_FRAME_BYTES`."""
-    try:
-        size = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of bytes") from None
+    size = _number(value, int, "a whole number of bytes")
     if not MIN_FRAME_BYTES <= size <= MAX_FRAME_BYTES:
         raise argparse.ArgumentTypeError(
             f"{size} is outside {MIN_FRAME_BYTES}..{MAX_FRAME_BYTES} bytes (Ethernet and IPv4 "
@@ -44,10 +53,7 @@ def frame_bytes(value: str) -> int:
 
 def seconds(value: str) -> float:
     """A time limit in seconds: a finite number > 0."""
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    number = _number(value, float, "a number of seconds")
     if not math.isfinite(number) or number <= 0:
         raise argparse.ArgumentTypeError(f"{value} s is not a time limit: give seconds > 0")
     return number
@@ -55,10 +61,7 @@ def seconds(value: str) -> float:
 
 def whole_seconds(value: str) -> int:
     """A time limit in whole seconds, at least 1."""
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of seconds") from None
+    number = _number(value, int, "a whole number of seconds")
     if number < 1:
         raise argparse.ArgumentTypeError(f"{number} s is not a time limit: give seconds >= 1")
     return number
@@ -66,10 +69,7 @@ def whole_seconds(value: str) -> int:
 
 def count(value: str) -> int:
     """A count of at least 1 (CPUs...)."""
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    number = _number(value, int, "a whole number")
     if number < 1:
         raise argparse.ArgumentTypeError(f"{number} is less than 1")
     return number

@@ -16,20 +16,17 @@ rebuilt from its raw outputs:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence
 
 from labtools.judge import policy, verdicts
-from labtools.judge.judged import Judged
-from labtools.judge.measurement import JudgeContext, Measurement, ProbeCall
+from labtools.judge.measurement import JudgeContext, Measurement
+from labtools.judge.together import JudgedTogether
 from labtools.judge.verdicts import Verdict
 from labtools.model.expect import PairExpectation, expect_pair
 from labtools.model.topology import Topology
 from labtools.tools.rows import Rows
 from labtools.tools.summaries import UdpSummary, require_kind
-
-if TYPE_CHECKING:  # pragma: no cover
-    import pandas as pd
 
 #: columns of the capacity table
 CAPACITY_COLUMNS = ["step", "phase", "offered_mbps", "received_mbps", "loss_pct", "jitter_ms",
@@ -66,27 +63,16 @@ class CapacitySummary:
 
 
 @dataclass
-class CapacitySearch(Judged):
-    """A judged capacity search: its steps, one row per step, the summary and the
-    verdict."""
+class CapacitySearch(JudgedTogether):
+    """A judged capacity search: its steps, one row per step (``rows``:
+    :data:`CAPACITY_COLUMNS`), the summary and the verdict."""
 
     src: str
     dst: str
     steps: List[Measurement]
-    rows: Rows
     summary: CapacitySummary
     expected: Optional[PairExpectation]
     verdicts: List[Verdict]
-    context: JudgeContext = field(default_factory=JudgeContext)
-    call: Optional[ProbeCall] = None
-    group_id: Optional[str] = None
-    started_at: str = ""
-    finished_at: str = ""
-
-    @property
-    def table(self) -> "pd.DataFrame":
-        """One row per step as a table (:data:`CAPACITY_COLUMNS`; imports pandas)."""
-        return self.rows.frame()
 
     @property
     def estimate_mbps(self) -> Optional[float]:
@@ -128,5 +114,5 @@ def judge_capacity(topo: Topology, src: str, dst: str, steps: Sequence[Measureme
     row = verdicts.rate_verdict(summary.estimate_mbps, expected.udp_goodput_ceiling_mbps,
                                 metric="capacity estimate",
                                 machine=None if context is None else context.machine)
-    return CapacitySearch(src, dst, list(steps), rows, summary, expected, [row],
-                          context or JudgeContext())
+    return CapacitySearch(src, dst, list(steps), summary, expected, [row], rows=rows,
+                          context=context or JudgeContext())

@@ -27,6 +27,7 @@ from labtools.errors import InputError
 from labtools.model.routing import compute_routing
 from labtools.model.topology import Topology
 from labtools.tools.parsers.base import Parsed
+from labtools.tools.parsers.simpleperf import json_records
 
 _NAN = re.compile(r"([:\[,]\s*)[-+]?(?:nan|inf(?:inity)?)\b", re.IGNORECASE)
 _IPERF2_CLIENT = re.compile(r"^Client connecting to (?P<host>[^\s,]+),", re.MULTILINE)
@@ -85,15 +86,7 @@ def _iperf2(raw: str) -> List[Optional[str]]:
 
 
 def _simpleperf(raw: str) -> List[Optional[str]]:
-    records = []
-    for line in raw.splitlines():
-        if line.startswith("{"):
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict):
-                records.append(record)
+    records = json_records(raw)
     remote = [_host(r.get("remote")) for r in records if r.get("type") == "conn_start"]
     if any(remote):
         return remote

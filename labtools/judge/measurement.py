@@ -23,7 +23,7 @@ from labtools.judge import policy, verdicts
 from labtools.judge.judged import Judged
 from labtools.judge.machine import MachineProfile
 from labtools.judge.verdicts import Verdict
-from labtools.model.expect import PairExpectation, expect_pair, path
+from labtools.model.expect import PairExpectation, expect_pair, path, window_rate_mbps
 from labtools.model.queues import loaded_rtt
 from labtools.model.topology import Topology
 from labtools.tools.parsers import parse
@@ -166,7 +166,7 @@ def window_limit_mbps(window_bytes: Optional[int], rtt_ms: float) -> Optional[fl
     round trip, Mbit/s (None without a window or a delay)."""
     if not window_bytes or rtt_ms <= 0:
         return None
-    return window_bytes * 8 / (rtt_ms / 1e3) / 1e6
+    return window_rate_mbps(window_bytes, rtt_ms)
 
 
 def judge_summary(summary: Summary, expected: Optional[PairExpectation],

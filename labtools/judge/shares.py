@@ -12,12 +12,12 @@ a saved set of flows is rebuilt from its raw outputs exactly as it was judged.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from labtools.judge import policy, verdicts
-from labtools.judge.judged import Judged
-from labtools.judge.measurement import JudgeContext, Measurement, ProbeCall, judge_parsed
+from labtools.judge.measurement import JudgeContext, Measurement, judge_parsed
+from labtools.judge.together import JudgedTogether
 from labtools.judge.verdicts import Verdict
 from labtools.model.expect import bottleneck, tcp_goodput_ceiling_mbps
 from labtools.model.fairness import Flow, FlowShare, crossings, jain_index, max_min_shares
@@ -25,9 +25,6 @@ from labtools.model.topology import Topology
 from labtools.tools.parsers.base import Parsed
 from labtools.tools.rows import Rows
 from labtools.tools.summaries import RateSummary, require_kind, steady_stream_mbps
-
-if TYPE_CHECKING:  # pragma: no cover
-    import pandas as pd
 
 #: columns of :attr:`FlowsMeasurement.table`
 SHARES_COLUMNS = ["flow", "connections", "expected_share_mbps", "expected_goodput_mbps",
@@ -58,27 +55,16 @@ class SharesSummary:
 
 
 @dataclass
-class FlowsMeasurement(Judged):
+class FlowsMeasurement(JudgedTogether):
     """Concurrent flows, judged: one :class:`Measurement` per flow (each judged against
-    its fair share), the shares table, a summary and the verdicts of the whole set (the
-    flows' rows, then the total and Jain's index)."""
+    its fair share), the shares (``rows``: :data:`SHARES_COLUMNS`), a summary and the
+    verdicts of the whole set (the flows' rows, then the total and Jain's index)."""
 
     flows: List[Flow]
     measurements: List[Measurement]
     shares: List[FlowShare]
-    rows: Rows
     summary: SharesSummary
     verdicts: List[Verdict]
-    context: JudgeContext = field(default_factory=JudgeContext)
-    call: Optional[ProbeCall] = None
-    group_id: Optional[str] = None
-    started_at: str = ""
-    finished_at: str = ""
-
-    @property
-    def table(self) -> "pd.DataFrame":
-        """The shares as a table (:data:`SHARES_COLUMNS`; imports pandas)."""
-        return self.rows.frame()
 
     @property
     def jain_index(self) -> Optional[float]:
@@ -203,4 +189,5 @@ def judge_flows(topo: Topology, flows: Sequence[Flow], outputs: Sequence[Parsed]
         "sender_mbps": mine.sender_mbps, "limited_by": s.limited_by}
         for f, s, g, r, mine in zip(flows, shares, goodput, rates, summaries)])
     summary = SharesSummary(total, capacity, jain, start_spread_ms)
-    return FlowsMeasurement(list(flows), measured, shares, table, summary, rows, context)
+    return FlowsMeasurement(list(flows), measured, shares, summary, rows, rows=table,
+                            context=context)

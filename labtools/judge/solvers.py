@@ -17,6 +17,13 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple, Union
 
 from labtools.errors import InputError
+from labtools.frame_sizes import (
+    IPERF_UDP_FRAME_BYTES,
+    IPERF_UDP_PAYLOAD_BYTES,
+    MTU_BYTES,
+    TCP_FRAME_BYTES,
+    TCP_MSS_BYTES,
+)
 from labtools.model import expect
 from labtools.model.fairness import Flow, crossings, max_min_shares, parse_flows
 from labtools.model.topology import Link, Topology
@@ -147,20 +154,21 @@ _OVERHEAD = ("HTB counts whole Ethernet frames: each 1514-byte frame carries 144
              "≤ rate × 1448/1514")
 #: (code, payload bytes, frame bytes, explanation) of wrong overhead assumptions
 _WRONG_OVERHEADS = [
-    ("mss_1460", 1460, 1514,
+    ("mss_1460", 1460, TCP_FRAME_BYTES,
      "Linux sends TCP timestamps (12 bytes): the payload per segment is 1448 bytes, not 1460"),
-    ("no_ethernet", 1448, 1500,
+    ("no_ethernet", TCP_MSS_BYTES, MTU_BYTES,
      "HTB also counts the 14-byte Ethernet header: a full frame is 1514 bytes, not 1500"),
-    ("udp", 1470, 1512, "that is iperf's UDP goodput (1470 bytes in a 1512-byte frame); TCP "
-     "carries 1448 bytes in a 1514-byte frame"),
-    ("mss_1460_no_ethernet", 1460, 1500,
+    ("udp", IPERF_UDP_PAYLOAD_BYTES, IPERF_UDP_FRAME_BYTES,
+     "that is iperf's UDP goodput (1470 bytes in a 1512-byte frame); TCP carries 1448 bytes "
+     "in a 1514-byte frame"),
+    ("mss_1460_no_ethernet", 1460, MTU_BYTES,
      "the payload is 1448 bytes (TCP timestamps) and the frame 1514 bytes (Ethernet header)"),
 ]
 
 
 def goodput(topo: Topology, src: str, dst: str) -> Solution:
     info, rated, rate = _rated(topo, src, dst)
-    ratio = expect.TCP_MSS_BYTES / expect.TCP_FRAME_BYTES
+    ratio = expect.TCP_PAYLOAD_SHARE
     mistakes = [Mistake("link_rate", rate, f"that is the link rate: {_OVERHEAD}")]
     mistakes += [Mistake(code, rate * payload / frame, text)
                  for code, payload, frame, text in _WRONG_OVERHEADS]
@@ -188,7 +196,7 @@ def bdp(topo: Topology, src: str, dst: str) -> Solution:
         Mistake("kibibytes", bdp / 1024, "the answer is in bytes, not KiB"),
         Mistake("units", rate * rtt, "mind the units: Mbit/s × ms is kbit; convert to bytes "
                                      "(× 1000 / 8)"),
-        Mistake("goodput", bdp * expect.TCP_MSS_BYTES / expect.TCP_FRAME_BYTES,
+        Mistake("goodput", bdp * expect.TCP_PAYLOAD_SHARE,
                 "you used the TCP goodput; the BDP uses the bottleneck link rate"),
     ]
     rule = "the slowest link on the path sets the rate"
@@ -265,7 +273,7 @@ def fair_share(topo: Topology, flows: Union[str, Sequence[Flow]],
         Mistake("no_leftover", _equal_split(topo, spec, index),
                 "max-min fairness passes on what a flow held lower elsewhere leaves unused: "
                 "freeze the most constrained link first, subtract, then share the rest"),
-        Mistake("goodput", mine.share_mbps * expect.TCP_MSS_BYTES / expect.TCP_FRAME_BYTES,
+        Mistake("goodput", mine.share_mbps * expect.TCP_PAYLOAD_SHARE,
                 "that is the TCP goodput of the share; the question asks for the share of the "
                 "link rate"),
     ]

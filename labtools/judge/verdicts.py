@@ -167,9 +167,8 @@ def rtt_bound_verdict(largest_ms: Optional[float], max_ms: Optional[float],
     if largest_ms is None:
         return Verdict(metric, max_ms, None, "ms", OK, "too few replies to compare")
     if short_load is not None:
-        return Verdict(metric, max_ms, largest_ms, "ms", INCONCLUSIVE,
-                       f"inconclusive: {short_load}; the largest sample was {largest_ms:.1f} "
-                       f"ms against {max_ms:.1f} ms with {full}")
+        return _load_fell_short(metric, max_ms, largest_ms, short_load, f"the largest sample "
+                                f"was {largest_ms:.1f} ms against {max_ms:.1f} ms with {full}")
     added = machine_ms or 0.0
     limit = max_ms + added + policy.rtt_tolerance_ms(max_ms)
     if largest_ms <= limit:
@@ -192,6 +191,13 @@ def rtt_bound_verdict(largest_ms: Optional[float], max_ms: Optional[float],
                    "this machine)")
 
 
+def _load_fell_short(metric: str, want: float, got: float, short_load: str,
+                     detail: str) -> Verdict:
+    """``inconclusive``: the run's load did not drive its link at the link's rate
+    (``short_load`` says why), so the RTT ``got`` (ms) says little about ``want``."""
+    return Verdict(metric, want, got, "ms", INCONCLUSIVE, f"inconclusive: {short_load}; {detail}")
+
+
 def loaded_rtt_verdict(p50_ms: Optional[float], model: "LoadedRtt", machine_ms: float = 0.0,
                        short_load: Optional[str] = None) -> Verdict:
     """The median RTT under a TCP load against the queue model's typical RTT
@@ -206,9 +212,8 @@ def loaded_rtt_verdict(p50_ms: Optional[float], model: "LoadedRtt", machine_ms: 
     if p50_ms is None:
         return Verdict(metric, want, None, "ms", INVALID, "no reply: nothing to compare")
     if short_load is not None:
-        return Verdict(metric, want, p50_ms, "ms", INCONCLUSIVE,
-                       f"inconclusive: {short_load}; the queue model ({where}) assumes the "
-                       "link ran at its rate")
+        return _load_fell_short(metric, want, p50_ms, short_load, f"the queue model ({where}) "
+                                "assumes the link ran at its rate")
     tol = max(policy.RTT_TOL_MS, policy.LOADED_RTT_TOL_REL * want)
     if abs(p50_ms - want) <= tol:
         return Verdict(metric, want, p50_ms, "ms", OK,
@@ -298,15 +303,24 @@ def window_verdict(measured_mbps: Optional[float], limit_mbps: float,
         return Verdict(metric, want, measured_mbps, "Mbit/s", INVALID,
                        f"{measured_mbps:.2f} Mbit/s is more than any Linux grants for that "
                        f"window ({policy.WINDOW_GRANT_MAX:g} × {limit_mbps:.2f})")
-    ratio = measured_mbps / want
-    if ratio > policy.RATE_MAX:
-        return Verdict(metric, want, measured_mbps, "Mbit/s", SUSPICIOUS,
-                       f"{ratio:.0%} of {which} = {want:.2f} Mbit/s: more than one window per "
-                       "round trip")
+    return (_in_band(metric, measured_mbps, want, policy.RATE_MAX, f"{which} =",
+                     "more than one window per round trip", ": the window holds the rate")
+            or _low_rate(metric, measured_mbps, want, want, machine))
+
+
+def _in_band(metric: str, got: float, want: float, high: float, of_what: str,
+             too_high: str, within: str = "") -> Optional[Verdict]:
+    """A rate ``got`` against ``want`` (Mbit/s): suspicious above ``high`` x ``want``
+    (``too_high`` says why), ok from :data:`~labtools.judge.policy.RATE_OK_LOW` x ``want``;
+    None below that (the caller judges a low rate). The reason starts ``95% of {of_what}
+    {want} Mbit/s``."""
+    ratio = got / want
+    share = f"{ratio:.0%} of {of_what} {want:.2f} Mbit/s"
+    if ratio > high:
+        return Verdict(metric, want, got, "Mbit/s", SUSPICIOUS, f"{share}: {too_high}")
     if ratio >= policy.RATE_OK_LOW:
-        return Verdict(metric, want, measured_mbps, "Mbit/s", OK,
-                       f"{ratio:.0%} of {which} = {want:.2f} Mbit/s: the window holds the rate")
-    return _low_rate(metric, measured_mbps, want, want, machine)
+        return Verdict(metric, want, got, "Mbit/s", OK, share + within)
+    return None
 
 
 def sender_guard(sender_mbps: Optional[float], ceiling_mbps: Optional[float]) -> Optional[Verdict]:
@@ -366,13 +380,10 @@ def share_verdict(label: str, got: Optional[float], want: Optional[float],
         return Verdict(metric, want, got, "Mbit/s", INVALID,
                        f"{got:.2f} Mbit/s is more than this path can carry even alone "
                        f"({alone:.2f})")
-    if ratio > policy.SHARE_HIGH:
-        return Verdict(metric, want, got, "Mbit/s", SUSPICIOUS,
-                       f"{ratio:.0%} of its fair share {want:.2f} Mbit/s: uneven sharing (a "
-                       "flow that starts first or has a larger window keeps more)")
-    if ratio >= policy.RATE_OK_LOW:
-        return Verdict(metric, want, got, "Mbit/s", OK,
-                       f"{ratio:.0%} of its fair share {want:.2f} Mbit/s")
+    judged = _in_band(metric, got, want, policy.SHARE_HIGH, "its fair share", "uneven "
+                      "sharing (a flow that starts first or has a larger window keeps more)")
+    if judged is not None:
+        return judged
     if link_full:
         return Verdict(metric, want, got, "Mbit/s", SUSPICIOUS,
                        f"only {ratio:.0%} of its fair share {want:.2f} Mbit/s: the shared link "

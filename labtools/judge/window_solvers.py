@@ -88,10 +88,11 @@ def window_rate(topo: Topology, src: str, dst: str, window_bytes: Any) -> Soluti
     def capped(mbps: float) -> float:
         return min(mbps, ceiling)
 
-    limit = window * 8 / (rtt / 1e3) / 1e6
+    limit = expect.window_rate_mbps(window, rtt)
     one_way = sum(link.delay_ms for link in info.links)
     mistakes = [
-        Mistake("one_way", capped(window * 8 / (one_way / 1e3) / 1e6) if one_way else math.inf,
+        Mistake("one_way", capped(expect.window_rate_mbps(window, one_way)) if one_way
+                else math.inf,
                 "one window per round trip: the data goes out and the acknowledgement comes "
                 "back before the next window, so divide by the RTT, not the one-way delay"),
         Mistake("bytes", capped(window / (rtt / 1e3) / 1e6),
@@ -99,7 +100,7 @@ def window_rate(topo: Topology, src: str, dst: str, window_bytes: Any) -> Soluti
         Mistake("milliseconds", capped(window * 8 / rtt / 1e6),
                 "the RTT is in milliseconds: divide by RTT / 1000 for seconds"),
         Mistake("kbit", capped(limit * 1000), "the answer is in Mbit/s (10^6 bit/s)"),
-        Mistake("kibibytes", capped(window * 1024 * 8 / (rtt / 1e3) / 1e6),
+        Mistake("kibibytes", capped(expect.window_rate_mbps(window * 1024, rtt)),
                 "the window is already in bytes"),
         Mistake("no_cap", limit, "a window cannot carry more than the path: at most its "
                                  "goodput ceiling"),
@@ -133,7 +134,7 @@ def connection_window(topo: Topology, flows: Union[str, Sequence[Flow]],
         Mistake("bits", per_connection * 8, "a window is in bytes: divide the bits by 8"),
         Mistake("one_way", expect.bdp_bytes(mine.per_connection_mbps, one_way),
                 "the window must cover a full round trip (data out, acknowledgement back)"),
-        Mistake("goodput", per_connection * expect.TCP_MSS_BYTES / expect.TCP_FRAME_BYTES,
+        Mistake("goodput", per_connection * expect.TCP_PAYLOAD_SHARE,
                 "use the share of the link rate, as the BDP uses the link rate"),
     ]
     if me.connections > 1 or connections != pairs:

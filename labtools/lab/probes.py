@@ -30,6 +30,7 @@ from typing import (
 )
 
 from labtools.errors import LabtoolsError, ToolError
+from labtools.frame_sizes import IPERF_UDP_PAYLOAD_BYTES
 from labtools.judge import policy
 from labtools.judge.measurement import JudgeContext, Measurement, ProbeCall, judge_parsed
 from labtools.judge.repeated import check_repeat, judge_repeated
@@ -205,7 +206,8 @@ def _iperf3_run(lab: "LabSession", src: str, dst: str, options: toolargs.Iperf3O
 
 
 def iperf_udp(lab: "LabSession", src: str, dst: str, rate_mbps: float,
-              duration_s: Optional[float] = None, datagram_bytes: int = 1470,
+              duration_s: Optional[float] = None,
+              datagram_bytes: int = IPERF_UDP_PAYLOAD_BYTES,
               interval_s: Optional[float] = None, port: int = 5001, repeat: int = 1) -> Any:
     """iperf 2 UDP at ``rate_mbps`` from ``src`` to a server on ``dst``; the summary carries
     the server report (received rate, jitter, lost/total). ``repeat``: runs of the same call

@@ -34,18 +34,25 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 from labtools.errors import InputError
+from labtools.frame_sizes import (  # the sizes are written once, there
+    ETH_HEADER_BYTES,
+    ICMP_HEADER_BYTES,
+    IPERF_UDP_PAYLOAD_BYTES,
+    IPV4_HEADER_BYTES,
+    MAX_UDP_PAYLOAD_BYTES,
+    MTU_BYTES,
+    TCP_FRAME_BYTES,
+    TCP_MSS_BYTES,
+    UDP_HEADER_BYTES,
+)
 from labtools.model.routing import Hop, compute_routing, find_route_hops
 from labtools.model.topology import Link, Topology
 
-ETH_HEADER_BYTES = 14
-IPV4_HEADER_BYTES = 20
-TCP_HEADER_BYTES = 32  #: 20 bytes + 12 bytes of timestamp option (Linux default)
-UDP_HEADER_BYTES = 8
-ICMP_HEADER_BYTES = 8
-MTU_BYTES = 1500
-TCP_MSS_BYTES = MTU_BYTES - IPV4_HEADER_BYTES - TCP_HEADER_BYTES  #: 1448
-TCP_FRAME_BYTES = MTU_BYTES + ETH_HEADER_BYTES  #: 1514
-IPERF_UDP_PAYLOAD_BYTES = 1470
+__all__ = ["MTU_BYTES", "TCP_FRAME_BYTES", "TCP_MSS_BYTES", "TCP_PAYLOAD_SHARE",
+           "IPERF_UDP_PAYLOAD_BYTES", "HTB_BURST_BYTES", "MATHIS_C"]
+
+#: the share of a rate TCP payload can have: 1448 / 1514 (95.6 %)
+TCP_PAYLOAD_SHARE = TCP_MSS_BYTES / TCP_FRAME_BYTES
 #: HTB's burst on a shaped link (Mininet's ``burst 15k``: tc's k is 1024): what a class may
 #: send at once after waiting, so a timer that fires up to this late costs it no rate
 HTB_BURST_BYTES = 15 * 1024
@@ -132,15 +139,16 @@ def bottleneck(topo: Topology, src: str, dst: str) -> Tuple[Optional[float], Opt
 def tcp_goodput_ceiling_mbps(rate_mbps: float) -> float:
     """Most TCP payload a ``rate_mbps`` link can carry: 1448 bytes per 1514-byte frame."""
     _check_rate(rate_mbps)
-    return rate_mbps * TCP_MSS_BYTES / TCP_FRAME_BYTES
+    return rate_mbps * TCP_PAYLOAD_SHARE
 
 
 def udp_goodput_mbps(rate_mbps: float, datagram_bytes: int = IPERF_UDP_PAYLOAD_BYTES) -> float:
     """Most UDP payload a ``rate_mbps`` link carries with datagrams of ``datagram_bytes``
     (iperf's default 1470 travels in a 1512-byte frame)."""
     _check_rate(rate_mbps)
-    if not 0 < datagram_bytes <= MTU_BYTES - IPV4_HEADER_BYTES - UDP_HEADER_BYTES:
-        raise InputError(f"UDP datagram size must be within 1..1472 bytes, got {datagram_bytes}")
+    if not 0 < datagram_bytes <= MAX_UDP_PAYLOAD_BYTES:
+        raise InputError(f"UDP datagram size must be within 1..{MAX_UDP_PAYLOAD_BYTES} bytes, "
+                         f"got {datagram_bytes}")
     frame = datagram_bytes + UDP_HEADER_BYTES + IPV4_HEADER_BYTES + ETH_HEADER_BYTES
     return rate_mbps * datagram_bytes / frame
 
@@ -150,6 +158,14 @@ def htb_burst_ms(rate_mbps: float) -> float:
     than that loses sending time it cannot make up."""
     _check_rate(rate_mbps)
     return HTB_BURST_BYTES * 8 / (rate_mbps * 1e6) * 1e3
+
+
+def window_rate_mbps(window_bytes: float, rtt_ms_value: float) -> float:
+    """The most a TCP window of ``window_bytes`` carries over ``rtt_ms_value``: one window
+    per round trip, Mbit/s (the inverse of :func:`bdp_bytes`)."""
+    if rtt_ms_value <= 0:
+        raise InputError(f"RTT must be > 0 ms for a window to limit a rate, got {rtt_ms_value}")
+    return window_bytes * 8 / (rtt_ms_value / 1e3) / 1e6
 
 
 def bdp_bytes(rate_mbps: float, rtt_ms_value: float) -> float:
@@ -256,7 +272,7 @@ class PairExpectation:
         """What TCP can reach: the lowest of the goodput ceiling, the loss limit and the
         goodput a queue limit on the way allows."""
         capped = (None if self.queue_cap_mbps is None
-                  else self.queue_cap_mbps * TCP_MSS_BYTES / TCP_FRAME_BYTES)
+                  else self.queue_cap_mbps * TCP_PAYLOAD_SHARE)
         limits = [v for v in (self.tcp_goodput_ceiling_mbps, self.mathis_limit_mbps, capped)
                   if v is not None]
         return min(limits) if limits else None

@@ -16,8 +16,9 @@ from labtools.errors import TopologyError
 
 
 class LinkFields(Protocol):
-    """What the checks read of a link (:class:`labtools.model.topology.Link`, which
-    imports this module: this one does not import it back)."""
+    """What the loop check reads of a link (:class:`labtools.model.topology.Link`, which
+    imports this module: this one does not import it back); the shaping check is given
+    the values themselves."""
 
     @property
     def a(self) -> str: ...
@@ -25,16 +26,6 @@ class LinkFields(Protocol):
     def b(self) -> str: ...
     @property
     def label(self) -> str: ...
-    @property
-    def bw_mbps(self) -> Optional[float]: ...
-    @property
-    def delay_ms(self) -> float: ...
-    @property
-    def loss_pct(self) -> float: ...
-    @property
-    def queue_pkts(self) -> Optional[int]: ...
-    @property
-    def htb(self) -> bool: ...
 
 #: Mininet's TCLink refuses rates above this (Mbit/s) and then leaves the link unshaped
 TCLINK_MAX_MBPS = 1000.0
@@ -78,10 +69,9 @@ def check_size(name: str, nodes: int, links: int) -> None:
                                 f"{most} (a lab machine starts networks of about 1000 nodes)")
 
 
-def check_shaping(link: "LinkFields", where: str) -> None:
-    """Rate, delay, loss, queue and HTB of ``link``: typed, finite, and within what tc
-    applies as given."""
-    bw, delay, loss, queue = link.bw_mbps, link.delay_ms, link.loss_pct, link.queue_pkts
+def check_shaping(where: str, bw: Any, delay: Any, loss: Any, queue: Any, htb: Any) -> None:
+    """A link's rate (Mbit/s), delay (ms), loss (%), queue (packets) and HTB flag, as given
+    (any type): typed, finite, and within what tc applies as given."""
     if bw is not None and not (finite(bw) and bw > 0):
         raise TopologyError(f"{where}: rate bw_mbps={show(bw)} must be a number > 0")
     if bw is not None and bw > TCLINK_MAX_MBPS:
@@ -110,8 +100,8 @@ def check_shaping(link: "LinkFields", where: str) -> None:
                               or not 1 <= queue <= MAX_QUEUE_PKTS):
         raise TopologyError(f"{where}: queue_pkts={show(queue)} must be an integer within "
                             f"1..{MAX_QUEUE_PKTS}")
-    if not isinstance(link.htb, bool):
-        raise TopologyError(f"{where}: htb={show(link.htb)} must be true or false")
+    if not isinstance(htb, bool):
+        raise TopologyError(f"{where}: htb={show(htb)} must be true or false")
 
 
 def check_switches(links: Sequence["LinkFields"], kinds: Mapping[str, str],

@@ -45,6 +45,7 @@ from labtools.model.expect import (
     path,
     queue_cap_mbps,
     rtt_ms,
+    transmission_ms,
 )
 from labtools.model.topology import Link, Topology
 
@@ -114,12 +115,12 @@ def queue_frames_after_cut(link: Link, rest_ms: float, beta: float = CUBIC_BETA)
     ``beta`` of itself; ``rest_ms``: the load's RTT outside that queue, ms."""
     if link.bw_mbps is None or link.queue_pkts is None:
         raise InputError(f"link {link.label} has no rate or no queue limit: it keeps no queue")
-    rest_frames = link.bw_mbps * 1e6 * rest_ms / 1e3 / (TCP_FRAME_BYTES * 8)
+    rest_frames = rest_ms / transmission_ms(TCP_FRAME_BYTES, link.bw_mbps)
     return max(0.0, beta * (link.queue_pkts + rest_frames) - rest_frames)
 
 
 def _sojourn_ms(link: Link, frames: float, rate_mbps: float) -> float:
-    return max(link.delay_ms, frames * TCP_FRAME_BYTES * 8 / (rate_mbps * 1e6) * 1e3)
+    return max(link.delay_ms, frames * transmission_ms(TCP_FRAME_BYTES, rate_mbps))
 
 
 def loaded_rtt(topo: Topology, src: str, dst: str, load_src: Optional[str] = None,

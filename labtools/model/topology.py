@@ -265,7 +265,8 @@ def _validate_link(link: Link, nodes: Mapping[str, Node]) -> None:
     where = f"link {link.label}"
     if link.a == link.b:
         raise TopologyError(f"{where}: joins {link.a!r} to itself")
-    limits.check_shaping(link, where)
+    limits.check_shaping(where, link.bw_mbps, link.delay_ms, link.loss_pct, link.queue_pkts,
+                         link.htb)
     if not isinstance(link.addrs, Mapping):
         raise TopologyError(f"{where}: addrs must map node names to addresses, not "
                             f"{_type_name(link.addrs)}")

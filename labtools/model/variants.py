@@ -20,9 +20,8 @@ from dataclasses import dataclass, replace
 from typing import Callable, Dict, Optional, Sequence, Tuple
 
 from labtools.errors import TopologyError
+from labtools.model.expect import TCP_FRAME_BYTES
 from labtools.model.topology import Link
-
-FRAME_BITS = 1514 * 8
 
 
 @dataclass(frozen=True)
@@ -42,11 +41,17 @@ def rng(topology: str, variant: str) -> random.Random:
 
 
 def queue_for(reference: Link, bw_mbps: float) -> Optional[int]:
-    """A queue holding as much time of traffic at ``bw_mbps`` as the reference's does."""
+    """A queue holding as much time of traffic at ``bw_mbps`` as the reference's does (its
+    drain time, :func:`labtools.model.expect.queue_drain_ms`, in full frames).
+
+    The arithmetic is the one the variants were first drawn with, step for step: computed
+    another way (through the drain time in ms), 853 of 24 million rate and queue pairs
+    round to another queue, and a student's network must not change."""
     if reference.queue_pkts is None or reference.bw_mbps is None:
         return reference.queue_pkts
-    seconds = reference.queue_pkts * FRAME_BITS / (reference.bw_mbps * 1e6)
-    return max(2, round(seconds * bw_mbps * 1e6 / FRAME_BITS))
+    frame_bits = TCP_FRAME_BYTES * 8
+    seconds = reference.queue_pkts * frame_bits / (reference.bw_mbps * 1e6)
+    return max(2, round(seconds * bw_mbps * 1e6 / frame_bits))
 
 
 def draw_links(topology: str, variant: str, links: Sequence[Link],

@@ -144,6 +144,7 @@ def summary_lines(data: ClassData) -> List[str]:
 
 
 def _copy_lines(data: ClassData) -> List[str]:
+    """The summary's lines on pairs of submissions with identical raw measurements."""
     if not len(data.copies):
         return ["identical raw measurements: none"]
     lines = ["identical raw measurements (no two real runs print the same output):"]
@@ -157,6 +158,8 @@ def _copy_lines(data: ClassData) -> List[str]:
 
 
 def _machine_lines(data: ClassData) -> List[str]:
+    """The summary's lines on the students' machines: how many were calibrated, and those
+    too slow for a lab's links."""
     table = data.calibrations
     known = table[table["forward_mbps"].notna()]
     slow = known[known["too_slow"].fillna(False).astype(bool)]
@@ -173,6 +176,7 @@ def _machine_lines(data: ClassData) -> List[str]:
 
 
 def _lab_lines(data: ClassData) -> List[str]:
+    """The summary's lines per lab: measured / expected across the class, and the verdicts."""
     table = data.measurements
     own = table[~table["flagged"].astype(bool)]
     lines = ["per lab, on each student's own network: measured / expected, median (min-max) "

@@ -6,9 +6,10 @@ Like :mod:`labtools.teach.plots`: each takes an optional ``ax`` and returns the 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple
 
 from labtools.errors import InputError
+from labtools.model.expect import bdp_bytes, window_rate_mbps
 from labtools.teach.plots import _need, new_axes
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -53,14 +54,8 @@ def plot_latency_percentiles(series: Dict[str, "pd.DataFrame"], expected_ms: Opt
                                        (1000, "99.9%"), (10000, "99.99%")) if x <= reach]
     ax.set_xticks([x for x, _ in ticks])
     ax.set_xticklabels([text for _, text in ticks])
-    ax.set_xlim(1, reach)
-    ax.set_ylim(0, top * 1.15 or 1)
-    ax.set_xlabel("percentile (log scale of 1 / (1 - p))")
-    ax.set_ylabel("round-trip time (ms)")
-    ax.set_title("Latency by percentile: the tail, not the mean")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize="small", loc="upper left")
-    return ax
+    return _finish_log_x(ax, (1, reach), top * 1.15, "percentile (log scale of 1 / (1 - p))",
+                         "round-trip time (ms)", "Latency by percentile: the tail, not the mean")
 
 
 def plot_window_sweep(windows_bytes: Sequence[int], rates_mbps: Sequence[Optional[float]],
@@ -75,7 +70,7 @@ def plot_window_sweep(windows_bytes: Sequence[int], rates_mbps: Sequence[Optiona
     xs = sorted(windows_bytes)
     low, high = xs[0] / 2, xs[-1] * 2
     grid = [low * (high / low) ** (i / 60) for i in range(61)]
-    allowed = [w * 8 / (rtt_ms / 1e3) / 1e6 for w in grid]
+    allowed = [window_rate_mbps(w, rtt_ms) for w in grid]
     ax.plot(grid, allowed, color="grey", linestyle=":", label=f"window / RTT ({rtt_ms:g} ms)")
     ax.plot(list(windows_bytes), [r if r is not None else float("nan") for r in rates_mbps],
             marker="o", linestyle="-", color="tab:blue", label="measured goodput (receiver)")
@@ -83,16 +78,25 @@ def plot_window_sweep(windows_bytes: Sequence[int], rates_mbps: Sequence[Optiona
     if ceiling_mbps is not None:
         ax.axhline(ceiling_mbps, color="tab:green", linestyle="--",
                    label=f"goodput ceiling {ceiling_mbps:.1f} Mbit/s")
-        bdp = ceiling_mbps * 1e6 * rtt_ms / 1e3 / 8
+        bdp = bdp_bytes(ceiling_mbps, rtt_ms)
         ax.axvline(bdp, color="black", linestyle="-.",
                    label=f"window = BDP at the ceiling ({bdp / 1e3:.0f} kB)")
         top = max(top, ceiling_mbps)
     ax.set_xscale("log")
-    ax.set_xlim(low, high)
-    ax.set_ylim(0, top * 1.3 or 1)
-    ax.set_xlabel("TCP window asked for, iperf3 -w (bytes)")
-    ax.set_ylabel("goodput (Mbit/s)")
-    ax.set_title("A window below the bandwidth-delay product caps the rate")
+    return _finish_log_x(ax, (low, high), top * 1.3, "TCP window asked for, iperf3 -w (bytes)",
+                         "goodput (Mbit/s)",
+                         "A window below the bandwidth-delay product caps the rate")
+
+
+def _finish_log_x(ax: "Axes", x_range: Tuple[float, float], y_top: float, xlabel: str,
+                  ylabel: str, title: str) -> "Axes":
+    """A plot on a logarithmic x axis made ready to show: its ranges (y from 0 to ``y_top``,
+    or 1 when that is 0), labels, title, grid and legend."""
+    ax.set_xlim(*x_range)
+    ax.set_ylim(0, y_top or 1)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize="small", loc="upper left")
     return ax

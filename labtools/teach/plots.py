@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from labtools.errors import InputError
+from labtools.frame_sizes import TCP_FRAME_BYTES, TCP_MSS_BYTES
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -24,6 +25,9 @@ SIDE_STYLE: Dict[str, Dict[str, Any]] = {
                    label="sender (bytes written to its socket)"),
     "receiver": dict(color="tab:blue", linestyle="-", label="receiver (bytes that arrived)"),
 }
+
+#: TCP payload per frame, as the plots' labels write it
+PAYLOAD_PER_FRAME = f"{TCP_MSS_BYTES}/{TCP_FRAME_BYTES}"
 
 
 def new_axes(ax: Optional["Axes"], size: Tuple[float, float] = (8, 4.5)) -> "Axes":
@@ -102,7 +106,7 @@ def plot_intervals(table: "pd.DataFrame", link_mbps: Optional[float] = None,
         _mark_overshoot(ax, sides.get("sender"), link_mbps)
     if ceiling_mbps is not None:
         ax.axhline(ceiling_mbps, color="tab:green", linestyle=":", linewidth=1.5,
-                   label=f"TCP goodput ceiling {ceiling_mbps:.1f} Mbit/s (1448/1514)")
+                   label=f"TCP goodput ceiling {ceiling_mbps:.1f} Mbit/s ({PAYLOAD_PER_FRAME})")
         top = max(top, ceiling_mbps)
     if warmup_s:
         ax.axvspan(0, warmup_s, color="grey", alpha=0.2,
@@ -245,7 +249,7 @@ def plot_shares(shares_table: "pd.DataFrame", ax: Optional["Axes"] = None) -> "A
     lines: Tuple[Tuple[str, Dict[str, Any], str], ...] = (
         ("expected_share_mbps", dict(color="black", linestyles="-"), "fair share (link rate)"),
         ("expected_goodput_mbps", dict(color="tab:green", linestyles="--"),
-         "fair share × 1448/1514 (TCP goodput)"))
+         f"fair share × {PAYLOAD_PER_FRAME} (TCP goodput)"))
     for column, style, label in lines:
         values = rows[column]
         keep = [x for x, v in zip(xs, values) if v is not None and v == v]

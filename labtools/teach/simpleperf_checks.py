@@ -19,7 +19,6 @@ none. The runs themselves come from :mod:`labtools.teach.simpleperf_runs`.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from labtools.errors import ParseError
 from labtools.judge import policy
 from labtools.teach.simpleperf_runs import Finished
 from labtools.tools.parsers import parse
+from labtools.tools.parsers.simpleperf import json_records
 
 #: the assignment's cross-test: the student's tool carries at most this fraction less than
 #: the reference tool (iperf3) on the same link (more is no fault of the student's: the
@@ -306,17 +306,3 @@ def cross_test_line(yours: Any, reference: Any) -> str:
         return line
     return (line + "; iperf3 did not reach the link's rate either: this machine set both "
             "rates, so the comparison is reported, not graded")
-
-
-def json_records(text: str) -> List[Dict[str, Any]]:
-    """The JSON records in the kit's output (``--json``); other lines are left out."""
-    records = []
-    for line in text.splitlines():
-        if line.startswith("{"):
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict):
-                records.append(record)
-    return records

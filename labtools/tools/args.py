@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from labtools.errors import InputError
+from labtools.frame_sizes import IPERF_UDP_PAYLOAD_BYTES, MAX_UDP_PAYLOAD_BYTES
 
 MAX_DURATION_S = 600
 MAX_RATE_MBPS = 10_000
@@ -197,7 +198,7 @@ class Iperf2UdpOptions:
     rate_mbps: float
     _: KW_ONLY
     duration_s: float = 10
-    datagram_bytes: int = 1470
+    datagram_bytes: int = IPERF_UDP_PAYLOAD_BYTES
     interval_s: Optional[float] = None
     port: int = 5001
 
@@ -205,7 +206,7 @@ class Iperf2UdpOptions:
         check_ip(self.server_ip)
         check_rate(self.rate_mbps)
         check_duration(self.duration_s)
-        _check_int("datagram size", self.datagram_bytes, 16, 1472)
+        _check_int("datagram size", self.datagram_bytes, 16, MAX_UDP_PAYLOAD_BYTES)
         _check_int("port", self.port, 1024, 65_535)
         if self.interval_s is not None:
             _check_number("interval", self.interval_s, 0.5, 60, "s")

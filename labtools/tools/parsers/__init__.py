@@ -1,8 +1,11 @@
 """Parsers of real tool output: pure functions, text in, :class:`Parsed` out.
 
 Each parser module documents its column schema in its docstring and exposes
-``parse(text: str) -> Parsed``. The registry below maps the tool names used on the
-command line (``labtools parse TOOL FILE``) to those functions.
+``parse(text: str) -> Parsed``: ``text`` is what the tool printed (stdout, stderr too where
+it was captured with it), the result holds the rows and summary the module docstring
+describes, and output the parser cannot read is a :class:`~labtools.errors.ParseError`
+saying what was missing (each ``parse`` lists its own cases). The registry below maps the
+tool names used on the command line (``labtools parse TOOL FILE``) to those functions.
 """
 
 from __future__ import annotations

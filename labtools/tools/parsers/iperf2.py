@@ -210,13 +210,8 @@ def _udp_report(report: Optional[Dict[str, Any]], ooo: Optional[int]) -> Dict[st
 
 
 def parse(text: str) -> Parsed:
-    """Parse iperf 2.x client or server text output.
-
-    Args:
-        text: what iperf printed (stdout, optionally with stderr).
-
-    Returns:
-        :class:`Parsed` with the table and summary described in the module docstring.
+    """Parse iperf 2.x client or server text output (the parsers' contract:
+    :mod:`labtools.tools.parsers`).
 
     Raises:
         ParseError: no report line, or a unit the parser does not know.

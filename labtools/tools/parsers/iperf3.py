@@ -362,13 +362,8 @@ def _document(text: str) -> Tuple[Dict[str, Any], int, Optional[str]]:
 
 
 def parse(text: str) -> Parsed:
-    """Parse ``iperf3 -J`` output (possibly with stray text around it).
-
-    Args:
-        text: what iperf3 printed (stdout, optionally with stderr).
-
-    Returns:
-        :class:`Parsed` with the table and summary described in the module docstring.
+    """Parse ``iperf3 -J`` output, possibly with stray text around it (the parsers'
+    contract: :mod:`labtools.tools.parsers`).
 
     Raises:
         ParseError: no complete iperf3 JSON object, or a value iperf3 never writes.

@@ -281,13 +281,8 @@ def _check_counts(summary: Dict[str, Any], rows: List[Dict[str, Any]], run: _Run
 
 
 def parse(text: str) -> Parsed:
-    """Parse ``ping`` output into per-packet rows (ms) and its statistics.
-
-    Args:
-        text: everything ping printed (stdout, optionally with stderr).
-
-    Returns:
-        :class:`Parsed` with the table and summary described in the module docstring.
+    """Parse ``ping`` output into per-packet rows (ms) and its statistics (the parsers'
+    contract: :mod:`labtools.tools.parsers`).
 
     Raises:
         ParseError: no header and no per-packet line, a form that is not read, more than

@@ -202,6 +202,22 @@ def _records(text: str) -> List[Record]:
     return records
 
 
+def json_records(text: str) -> List[Dict[str, Any]]:
+    """The JSON objects among the lines of ``text`` (the kit's ``--json`` output with what
+    else was printed), in order; lines that are not JSON objects are left out (the lenient
+    reading of what :func:`parse` checks record by record)."""
+    found = []
+    for line in text.splitlines():
+        if line.startswith("{"):
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict):
+                found.append(record)
+    return found
+
+
 def _first(records: List[Record], kind: str) -> Optional[Record]:
     return next((r for r in records if r["type"] == kind), None)
 

@@ -143,6 +143,11 @@ def _unit(text: str) -> str:
     return unit
 
 
+#: what ``simpleperf --help`` says first
+DESCRIPTION = ("Measure TCP throughput between a simpleperf client and server. Units are "
+               "decimal: 1 KB = 1000 B, 1 MB = 10^6 B; rates in Mbit/s (10^6 bit/s).")
+
+
 class _Parser(argparse.ArgumentParser):
     """An argument parser that raises :class:`InputError` instead of exiting."""
 
@@ -152,11 +157,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``simpleperf``."""
-    p = _Parser(
-        prog="simpleperf",
-        description="Measure TCP throughput between a simpleperf client and server. "
-        "Units are decimal: 1 KB = 1000 B, 1 MB = 10^6 B; rates in Mbit/s (10^6 bit/s).",
-    )
+    p = _Parser(prog="simpleperf", description=DESCRIPTION)
     p.add_argument("--version", action="version", version=f"simpleperf {__version__}")
     role = p.add_mutually_exclusive_group(required=True)
     role.add_argument("-s", "--server", action="store_true", help="run as server")
