@@ -31,17 +31,17 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, NoReturn, Optional, Set, Tuple, TypeVar, Union, cast
+from typing import Callable, Dict, List, NoReturn, Optional, Set, Tuple, TypeVar, Union, cast
 
 from labtools import settings
 from labtools.errors import ReplayError, StoreError
 from labtools.judge import policy
-from labtools.judge.machine import MachineProfile
 from labtools.judge.measurement import ProbeCall
 from labtools.lab.base import LabBase
 from labtools.model.catalog import from_dict
 from labtools.model.topology import Topology
 from labtools.results import ownership
+from labtools.results.records import RunRecord
 from labtools.results.store import ResultStore
 
 T = TypeVar("T")
@@ -92,7 +92,7 @@ class ReplaySession(LabBase):
         self.store: Optional[ResultStore] = None
         self.problem = ""
         recorded: List[RecordedCall] = []
-        first_run: Optional[Dict[str, Any]] = None
+        first_run: Optional[RunRecord] = None
         try:
             self.store = ResultStore(self.results, create=False)
             recorded, first_run = recorded_calls(self.store, case)
@@ -101,15 +101,15 @@ class ReplaySession(LabBase):
         if self.store is not None and not recorded and not self.problem:
             self.problem = f"{self.results} holds no measurement of this notebook ({case})"
         recorded_durations = policy.NAMED_DURATIONS.get(
-            str((first_run or {}).get("context", {}).get("durations")))
+            first_run.durations if first_run is not None else "")
         self.binding = ownership.graded_binding(Path.cwd())
         chosen = _recorded_topology(first_run) or topology
         if self.binding is not None and isinstance(topology, str):
             chosen = self._bind(self.binding, topology, _recorded_topology(first_run),
                                 case) or chosen
         super().__init__(chosen, case, recorded_durations or durations)
-        self.machine = MachineProfile.from_dict(
-            (first_run or {}).get("context", {}).get("machine")) if first_run else None
+        self.machine = (first_run.context.machine if first_run is not None
+                        and first_run.context is not None else None)
         self._recorded = recorded
         self._taken: Set[Tuple[str, Union[int, str]]] = set()
 
@@ -181,10 +181,10 @@ class ReplaySession(LabBase):
 
 
 def recorded_calls(store: ResultStore, case: str
-                   ) -> Tuple[List[RecordedCall], Optional[Dict[str, Any]]]:
+                   ) -> Tuple[List[RecordedCall], Optional[RunRecord]]:
     """The recorded probe calls of ``case``, latest session first (each in step order), and
-    that session's first run (a dict of its columns, with ``context`` decoded: its topology
-    and calibration)."""
+    the record of that session's first run (its topology, calibration and durations; no
+    table)."""
     runs = store.query(
         'SELECT id, session_id, step, call_json, started_at FROM runs WHERE "case" = ? '
         'AND status = ? AND call_json IS NOT NULL AND group_id IS NULL ORDER BY id', (case, "ok"))
@@ -202,12 +202,9 @@ def recorded_calls(store: ResultStore, case: str
     recorded.sort(key=lambda r: (order.index(r.session), r.step))
     if not order:
         return recorded, None
-    head = store.query("SELECT topology_json, context_json FROM runs WHERE session_id = ? "
-                       "ORDER BY id LIMIT 1", (order[0],))
-    first = dict(head[0]) if head else None
-    if first is not None:
-        first["context"] = json.loads(first["context_json"] or "{}")
-    return recorded, first
+    head = store.query("SELECT id FROM runs WHERE session_id = ? ORDER BY id LIMIT 1",
+                       (order[0],))
+    return recorded, store.get(int(head[0]["id"]), table=False) if head else None
 
 
 def _key(call_json: Optional[str]) -> str:
@@ -215,7 +212,7 @@ def _key(call_json: Optional[str]) -> str:
     return call.key() if call is not None else ""
 
 
-def _recorded_topology(first_run: Optional[Dict[str, Any]]) -> Optional[Topology]:
-    if not first_run or not first_run.get("topology_json"):
+def _recorded_topology(first_run: Optional[RunRecord]) -> Optional[Topology]:
+    if first_run is None or not first_run.topology_dict:
         return None
-    return from_dict(json.loads(first_run["topology_json"]))
+    return from_dict(first_run.topology_dict)

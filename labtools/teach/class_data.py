@@ -28,6 +28,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 import pandas as pd
 
 from labtools.errors import InputError, LabtoolsError
+from labtools.judge.machine import MachineProfile
 from labtools.judge.policy import CAPACITY_HEADROOM
 from labtools.judge.verdicts import Verdict
 from labtools.lab.replay import RecordedCall, recorded_calls
@@ -156,9 +157,9 @@ def _read(store: ResultStore, sub: Submission, rows: List[Dict[str, Any]],
     own_cache: Dict[str, Tuple[Dict[str, Any], str]] = {}
     for case in cases:
         calls, first = recorded_calls(store, case)
-        if first is None or not first.get("topology_json"):
+        if first is None or not first.topology_dict:
             continue
-        recorded = from_dict(json.loads(first["topology_json"]))
+        recorded = from_dict(first.topology_dict)
         try:
             problem = ownership.case_problem(store, case, ownership.spec_of(recorded),
                                              sub.binding, str(sub.results))
@@ -166,7 +167,8 @@ def _read(store: ResultStore, sub: Submission, rows: List[Dict[str, Any]],
             problem = f"the recorded topology cannot be built again: {err}"
         if problem:
             sub.problems[case] = problem
-        calibrations.append(_calibration(sub, case, recorded, first.get("context") or {}))
+        calibrations.append(_calibration(sub, case, recorded, first.context.machine
+                                         if first.context is not None else None))
         for item, occurrence in _replayed(calls):
             rows += _judged(store, sub, case, item, occurrence, own_cache)
 
@@ -256,10 +258,10 @@ def _name_quantities(table: pd.DataFrame) -> None:
 
 
 def _calibration(sub: Submission, case: str, measured_on: Topology,
-                 context: Dict[str, Any]) -> Dict[str, Any]:
+                 profile: Optional[MachineProfile]) -> Dict[str, Any]:
     """One row of the calibrations table: the machine of the notebook's latest session,
     and whether it forwards what the lab's links carry at once."""
-    machine = context.get("machine") or {}
+    machine = {} if profile is None else profile.as_dict()
     forward = machine.get("forward_mbps")
     load = peak_load_mbps(measured_on)
     slow = None if forward is None else \
