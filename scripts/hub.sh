@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A course's JupyterHub in one command (README: "For instructors: a course server").
+# A course's JupyterHub in one command (docs/course-server.md).
 #
 #   bash scripts/hub.sh COURSE.toml           # start it (foreground; Ctrl-C or SIGTERM stops it)
 #   bash scripts/hub.sh COURSE.toml --check   # the settings, checked, in words

@@ -42,7 +42,7 @@ if [ "$mode" = student ]; then
     prepare="ExecStartPre=$venv/bin/labtools notebooks workspace $root --students $here/notebooks"
 fi
 # the service's settings: the host's port (for the printed address) and, when asked for, a
-# rate scale for a machine too slow for the lab's rates (README, "The machine is part...")
+# rate scale for a machine too slow for the lab's rates (docs/running.md, "The machine is part...")
 {
     printf 'LAB_HOST_PORT=%s\n' "$host_port"
     printf 'LABTOOLS_MODE=%s\n' "$mode"

@@ -63,7 +63,7 @@ install_missing() {
 case " ${ID:-} ${ID_LIKE:-} " in
     *" debian "*|*" ubuntu "*) ;;
     *) echo "[setup] ${PRETTY_NAME:-this system} is not Debian or Ubuntu: install the packages" \
-            "by hand (see README, Setting up)" >&2; exit 1 ;;
+            "by hand (see docs/students.md, Setting up)" >&2; exit 1 ;;
 esac
 installed_before=$(dpkg-query -W -f='${Package}\n' 2>/dev/null | wc -l)
 install_missing python3 python3-venv python3-pip python3-dev \

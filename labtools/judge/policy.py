@@ -62,7 +62,7 @@ LOADED_RTT_TOL_REL = 0.10
 LOAD_AT_RATE = 0.90
 #: a minimum RTT comes from a dense train: 60 echoes 50 ms apart (3 s). Under software
 #: emulation an idle emulated CPU wakes late for every timer; a busy one answers sooner
-#: (README, "Where the kernel cannot emulate").
+#: (docs/running.md, "Where the kernel cannot emulate").
 MIN_RTT_PING_COUNT = 60
 MIN_RTT_PING_INTERVAL_S = 0.05
 

@@ -3,7 +3,7 @@
 Pure Python: no root, no Mininet, no pandas. Units are in the names: ``_ms`` milliseconds,
 ``_mbps`` Mbit/s (10^6 bit/s), ``_bytes`` bytes.
 
-Physics used (see the kit's README):
+Physics used (see docs/reference.md, "The physics behind the expected values"):
 
 - A link with ``delay_ms = d`` delays each direction by ``d``: it adds ``2d`` to an RTT.
 - Rate limits act on Ethernet frames (HTB counts the 14-byte Ethernet header). A full TCP

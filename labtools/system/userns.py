@@ -102,7 +102,7 @@ def explain_failure(output: str, sysctls: Mapping[str, str],
     if "unshare" in said and "not found" in said:
         return said, "apt-get install util-linux (unshare, nsenter)"
     return (f"the kernel refused it ({said})",
-            "allow unprivileged user namespaces (see labtools doctor and the README, "
+            "allow unprivileged user namespaces (see labtools doctor and docs/running.md, "
             "'Labs without root')")
 
 

@@ -53,8 +53,8 @@ STATUS_FILE = "status"
 #: ``LABTOOLS_VM_IDLE_POLL=1`` (software emulation only): one guest CPU that never halts.
 #: A halted emulated CPU wakes late for each timer, and every netem delay is a timer; one
 #: awake CPU cut a 60 ms path's extra RTT from 2.2-3.7 ms to 1.1-1.4 ms, but one CPU loses
-#: UDP datagrams from 20 Mbit/s on (measured side by side; README, "Where the kernel
-#: cannot emulate"), so it is not the default. It keeps one host core busy while it runs.
+#: UDP datagrams from 20 Mbit/s on (measured side by side; docs/running.md, "Where the
+#: kernel cannot emulate"), so it is not the default. It keeps one host core busy while it runs.
 IDLE_POLL_CPUS = 1
 IDLE_POLL_KERNEL_ARGS = ("idle=poll",)
 #: drivers the guest never uses, which udev would load at boot for QEMU's emulated hardware

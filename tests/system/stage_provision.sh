@@ -24,7 +24,7 @@ report() {  # report N: what a student and the host check see once the service a
     bash "$ctl/wait_lab.sh" "$TOKEN_WAIT_S" > "$ctl/answer-$1.txt" 2>&1
     systemctl is-active labtools-lab.service > "$ctl/service-$1.txt" 2>&1
     systemctl is-enabled labtools-lab.service >> "$ctl/service-$1.txt" 2>&1
-    # the README's command, as the student types it: vagrant ssh -c 'sudo labtools-lab-url'
+    # docs/students.md's command, as the student types it: vagrant ssh -c 'sudo labtools-lab-url'
     runuser -u vagrant -- sudo labtools-lab-url > "$ctl/url-$1.txt" 2> "$ctl/url-$1.err"
     ss -Hltn > "$ctl/listening-$1.txt"
     touch "$ctl/ready-$1"
