@@ -77,3 +77,49 @@ def test_a_pair_that_crosses_no_shaped_link_has_no_queue_to_wait_in(lab):
     assert model.queue_link is None and model.high_ms == model.idle_ms == 0
     bound = m.verdicts[1]
     assert bound.metric == "rtt_max" and bound.expected is None and bound.verdict == OK
+
+
+WINDOW_BYTES = 25_000  # notebook 03's socket buffers
+
+
+def test_a_window_run_reads_the_window_the_kernel_granted(lab):
+    """iperf3 -w: the sender's socket read while the data flows, on the data connection
+    (not iperf3's control connection), and the rate judged against that window."""
+    from labtools.lab import probes
+    from labtools.tools.parsers import parse
+
+    m = probes.iperf3(lab, "a1", "b1", window_bytes=WINDOW_BYTES)
+    granted = m.context.granted_window_bytes
+    assert "ss_error" not in m.extra, m.extra
+    assert granted is not None
+    assert WINDOW_BYTES / 2 <= granted <= WINDOW_BYTES * policy.WINDOW_GRANT_MAX
+    read = parse("ss", m.extra["ss"])
+    assert read.summary["snd_wnd_bytes"] == granted
+    assert max(read.rows.column("bytes_acked")) >= probes.SocketWatch.DATA_BYTES
+
+
+def test_the_socket_watch_waits_for_a_client_that_starts_late(lab):
+    """A client that connects after the watch's planned reads (a slow start under
+    software emulation) is read once it sends; a watch that reads only at its planned
+    moments finds no data connection."""
+    from labtools.lab import probes
+    from labtools.lab.processes import terminate, wait_output
+    from labtools.tools import args as toolargs
+
+    options = toolargs.Iperf3Options(lab.ip_towards("a1", "b1"), duration_s=3, omit_s=0,
+                                     window_bytes=WINDOW_BYTES, port=5301)
+    argv = ["sh", "-c", "sleep 3; exec " + " ".join(options.argv())]
+    with lab.server("b1", options.server_argv(), options.port):
+        proc = lab.start_process("a1", argv)
+        try:
+            planned_only = probes.SocketWatch(lab, "a1", options.server_ip, 0.4, first_s=0.2)
+            planned_only.during()
+            watch = probes.SocketWatch(lab, "a1", options.server_ip, 0.4, first_s=0.2)
+            watch.during(proc)
+            ended = wait_output(proc, argv, "a1", 30)
+        finally:
+            terminate(proc)
+    assert ended.exit_status == 0, ended.text
+    assert planned_only.granted_bytes is None and "ss_error" in planned_only.extra
+    assert watch.granted_bytes is not None and "ss_error" not in watch.extra
+    assert WINDOW_BYTES / 2 <= watch.granted_bytes <= WINDOW_BYTES * policy.WINDOW_GRANT_MAX

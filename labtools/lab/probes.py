@@ -53,6 +53,8 @@ from labtools.tools import args as toolargs
 from labtools.tools.parsers.base import Parsed
 
 if TYPE_CHECKING:  # pragma: no cover
+    import subprocess
+
     from labtools.lab.session import LabSession
 
 #: seconds the clients of concurrent flows get to reach the start gate
@@ -84,27 +86,57 @@ def repeated(lab: "LabSession", call: ProbeCall, repeat: int,
 
 
 class SocketWatch:
-    """Reads the sender's socket with ``ss -tin`` once, ``at_s`` seconds into a TCP run:
-    the window the kernel granted (``snd_wnd``), the congestion window and the kernel's
-    RTT. Kept with the measurement (``extra["ss"]``, the raw text) and used to judge a
-    window-limited rate (``JudgeContext.granted_window_bytes``). A failed read is noted
-    (``extra["ss_error"]``), never the measurement's failure."""
+    """Reads the sender's socket with ``ss -tin`` while a TCP run goes on: the window the
+    kernel granted (``snd_wnd``), the congestion window and the kernel's RTT. Kept with the
+    measurement (``extra["ss"]``, the raw text of the latest read that found the data
+    connection) and used to judge a window-limited rate
+    (``JudgeContext.granted_window_bytes``).
 
-    def __init__(self, lab: "LabSession", src: str, dst_ip: str, at_s: float) -> None:
+    It reads once the warm-up is over (``first_s``) and again halfway (``at_s``); when
+    neither read found the connection carrying data (a client that started late, a
+    machine that stalled), it reads every :data:`RETRY_S` until the tool ends. A failed
+    read is noted (``extra["ss_error"]``), never the measurement's failure."""
+
+    #: seconds between reads when no read has found the data connection yet
+    RETRY_S = 0.25
+    #: bytes acknowledged on a connection that carries the data (iperf3's control
+    #: connection carries a few hundred before the end)
+    DATA_BYTES = 16_384
+
+    def __init__(self, lab: "LabSession", src: str, dst_ip: str, at_s: float,
+                 first_s: Optional[float] = None) -> None:
         self.lab, self.src, self.argv, self.at_s = lab, src, toolargs.ss_args(dst_ip), at_s
+        self.first_s = at_s if first_s is None else min(first_s, at_s)
         self.extra: Dict[str, Any] = {}
         self.granted_bytes: Optional[int] = None
 
-    def during(self) -> None:
-        """Wait ``at_s``, then read the socket (the tool is running)."""
-        time.sleep(self.at_s)
+    def during(self, proc: "Optional[subprocess.Popen[str]]" = None) -> None:
+        """Read the socket at ``first_s`` and ``at_s`` seconds from now (the tool is
+        running), then until one read found the data or ``proc`` ended."""
+        start = time.monotonic()
+        for moment in sorted({self.first_s, self.at_s}):
+            time.sleep(max(0.0, moment - (time.monotonic() - start)))
+            self._read()
+        while self.granted_bytes is None and proc is not None and proc.poll() is None:
+            time.sleep(self.RETRY_S)
+            self._read()
+
+    def _read(self) -> None:
         try:
             output = self.lab.run(self.src, self.argv, 15)
-            self.extra["ss"] = output.text
-            self.granted_bytes = parse_output("ss", self.src, output).summary.get(
-                "snd_wnd_bytes")
+            parsed = parse_output("ss", self.src, output)
         except LabtoolsError as err:
-            self.extra["ss_error"] = str(err)
+            if self.granted_bytes is None:
+                self.extra["ss_error"] = str(err)
+            return
+        acked = [b for b in parsed.rows.column("bytes_acked") if b == b and b is not None]
+        if not parsed.summary.get("snd_wnd_bytes") or max(acked, default=0) < self.DATA_BYTES:
+            if self.granted_bytes is None:
+                self.extra["ss_error"] = "ss: no connection carrying data yet"
+            return
+        self.extra["ss"] = output.text
+        self.extra.pop("ss_error", None)
+        self.granted_bytes = parsed.summary.get("snd_wnd_bytes")
 
     def judged_with(self, context: JudgeContext) -> JudgeContext:
         """``context`` with the window the kernel granted."""
@@ -128,7 +160,7 @@ def run_tool(lab: "LabSession", tool: str, src: str, dst: str, argv: List[str],
             else:
                 proc = lab.start_process(src, argv)
                 try:
-                    watch.during()
+                    watch.during(proc)
                     ended = wait_output(proc, argv, src, timeout_s)
                 finally:
                     terminate(proc)
@@ -198,7 +230,8 @@ def _iperf3_run(lab: "LabSession", src: str, dst: str, options: toolargs.Iperf3O
     context = lab.context(warmup_s=options.omit_s, window_bytes=options.window_bytes,
                           offered_mbps=options.rate_mbps if options.udp else None)
     sends = not (options.reverse or options.bidir)  # the client's socket is the sender's
-    watch = (SocketWatch(lab, src, options.server_ip, options.omit_s + options.duration_s / 2)
+    watch = (SocketWatch(lab, src, options.server_ip, options.omit_s + options.duration_s / 2,
+                         first_s=options.omit_s)
              if options.window_bytes is not None and sends else None)
     with lab.server(dst, options.server_argv(), options.port):
         return run_tool(lab, "iperf3", src, dst, options.argv(), seconds + TIMEOUT_MARGIN_S,
