@@ -2,8 +2,8 @@
 recorded measurements, feedback, and the class grade table. No root, no Mininet, no VM.
 
 A course folder is made from ``solutions/`` as an instructor would make it. The student's
-measurements are a results file recorded on a real network (tests/fixtures/grading, see
-its README), with the topology variant ``student1``. Marker ``grading``: these run nbgrader
+measurements are a results file recorded on a real network (tests/fixtures/grading: capture.py
+records it and capture.json says when and where), with the topology variant ``student1``. Marker ``grading``: these run nbgrader
 for real (tens of seconds each).
 """
 
