@@ -22,15 +22,23 @@ STORES = (FIXTURES / "grading" / "results" / "labtools.sqlite",
           FIXTURES / "grading" / "earlier" / "results" / "labtools.sqlite")
 
 
-class CallRecorder(LabBase):
-    """A lab that measures nothing: it keeps each probe call it is asked to perform."""
+class _Enough(Exception):
+    """The call looked for has been made."""
 
-    def __init__(self, topology: Any) -> None:
+
+class CallRecorder(LabBase):
+    """A lab that measures nothing: it keeps each probe call it is asked to perform, and
+    stops the probe after ``calls`` of them."""
+
+    def __init__(self, topology: Any, calls: int = 1) -> None:
         super().__init__(topology)
         self.calls: List[ProbeCall] = []
+        self.stop_after = calls
 
     def perform(self, call: ProbeCall, measure: Callable[[], Any]) -> Any:
         self.calls.append(call)
+        if len(self.calls) >= self.stop_after:
+            raise _Enough()
         return None
 
 
@@ -73,7 +81,13 @@ def test_the_fixture_holds_a_call_of_every_probe_with_options():
                          ids=[ProbeCall.from_dict(json.loads(c)).describe()
                               for _, c in RECORDED])
 def test_each_recorded_call_is_the_call_the_probe_makes_today(topology_json, call_json):
+    """A run of a repeated call (``run`` k of ``repeat``) is the probe's k-th step when
+    the call is made again with ``repeat``."""
     recorded = ProbeCall.from_dict(json.loads(call_json))
-    lab = CallRecorder(from_dict(json.loads(topology_json)))
-    PROBES[recorded.probe](lab, **recorded.args)
-    assert [call.key() for call in lab.calls] == [recorded.key()]
+    args = dict(recorded.args)
+    run = args.pop("run", None)
+    lab = CallRecorder(from_dict(json.loads(topology_json)), 1 if run is None else run + 1)
+    with pytest.raises(_Enough):
+        PROBES[recorded.probe](lab, **args)
+    assert [call.key() for call in lab.calls[-1:]] == [recorded.key()]
+    assert len(lab.calls) == (1 if run is None else run + 1)
