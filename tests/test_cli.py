@@ -36,6 +36,37 @@ def test_expect_pair_text():
     assert "60 ms" in proc.stdout and "30 Mbit/s (L2)" in proc.stdout
 
 
+@pytest.mark.parametrize("spec, load", [("portfolio", "h2:h5"),
+                                         ("portfolio,rate_scale=0.25", "h2:h5"),
+                                         ("portfolio", "h2:h9"), ("portfolio", None)])
+def test_expect_gives_the_rtt_under_another_flow(spec, load):
+    """--load LSRC:LDST: the queue model's RTT of h1 -> h4 while that flow runs, the
+    numbers of labtools.model.queues for the same topology."""
+    from labtools.model.queues import loaded_rtt
+
+    extra = ["--load", load] if load else []
+    proc = run_cli(["expect", spec, "h1", "h4", "--json", *extra])
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    ends = load.split(":") if load else (None, None)
+    model = loaded_rtt(load_topology(spec), "h1", "h4", *ends).as_dict()
+    assert {k: data[k] for k in model} == model
+    assert data["load"] == ("h1->h4" if load is None else load.replace(":", "->"))
+    text = run_cli(["expect", spec, "h1", "h4", *extra]).stdout
+    assert "RTT under a TCP flow" in text and f"{model['loaded_rtt_ms']:g} ms" in text
+
+
+@pytest.mark.parametrize("args, reason", [
+    (["h1", "h4", "--load", "h2"], "--load takes LSRC:LDST"),
+    (["h1", "h4", "--load", "h2:h2"], "two different nodes"),
+    (["h1", "h4", "--load", "h2:x9"], "unknown node 'x9'"),
+    (["--load", "h2:h5"], "--load is for a pair")])
+def test_expect_refuses_a_load_it_cannot_place(args, reason):
+    proc = run_cli(["expect", "portfolio", *args])
+    assert proc.returncode == 2 and reason in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
 def test_expect_flows_json():
     proc = run_cli(["expect", "portfolio", "--flows", "h1:h4x2,h2:h5,h3:h6", "--json"])
     assert proc.returncode == 0, proc.stderr

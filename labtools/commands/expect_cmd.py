@@ -1,13 +1,15 @@
 """``labtools expect``: expected values for a pair of nodes or for concurrent flows.
 
-    labtools expect TOPOLOGY SRC DST [--json] [--frame-bytes N]
+    labtools expect TOPOLOGY SRC DST [--json] [--frame-bytes N] [--load LSRC:LDST]
     labtools expect TOPOLOGY --flows h1:h4x2,h2:h5,h3:h6 [--json]
     labtools expect TOPOLOGY [--json]     # every pair and scenario of the five test cases
 
 Pair keys (JSON): path, links, dst_ip, rtt_ms, bottleneck_mbps, bottleneck_link,
 tcp_goodput_ceiling_mbps, udp_goodput_ceiling_mbps, bdp_bytes, queue_delay_ms, max_rtt_ms,
 max_rtt_both_loaded_ms, unbounded_links, loss_pct, mathis_limit_mbps, tcp_limit_mbps,
-rate_scale (and rtt_with_tx_ms with --frame-bytes). Flow keys: flows = [{src, dst,
+rate_scale, load, loaded_rtt_low_ms, loaded_rtt_ms, loaded_rtt_high_ms, loaded_queue_link,
+loaded_queue_frames_low (the RTT under one TCP flow: by default the pair's own, with
+--load another's), and rtt_with_tx_ms with --frame-bytes. Flow keys: flows = [{src, dst,
 connections, share_mbps, per_connection_mbps, limited_by}]. Overview keys: topology,
 link, path (lists of pair results), mux, parallel (lists of {spec, flows}).
 
@@ -42,6 +44,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--frame-bytes", type=options.frame_bytes, metavar="N",
                    help="with SRC DST: also give the RTT with the transmission time of "
                    f"N-byte frames ({options.MIN_FRAME_BYTES}..{options.MAX_FRAME_BYTES})")
+    p.add_argument("--load", metavar="LSRC:LDST", type=options.text,
+                   help="with SRC DST: the RTT under one TCP flow LSRC -> LDST (by default "
+                   "the pair's own flow)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=run)
 
@@ -61,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("give both SRC and DST (or neither, for every test case)")
     if args.frame_bytes is not None and not args.src:
         raise InputError("--frame-bytes is for a pair: give SRC and DST")
+    if args.load is not None and not args.src:
+        raise InputError("--load is for a pair: give SRC and DST")
     from labtools.model.scaling import rate_note, rate_scale
 
     topo = load_topology(args.topology)
@@ -118,10 +125,25 @@ def _pair(topo: Any, args: argparse.Namespace) -> Dict[str, Any]:
     from labtools.model.queues import loaded_rtt
 
     result = expect_pair(topo, args.src, args.dst).as_dict()
-    result.update(loaded_rtt(topo, args.src, args.dst).as_dict())
+    load_src, load_dst = _load(topo, args.load)
+    result.update(loaded_rtt(topo, args.src, args.dst, load_src, load_dst).as_dict())
     if args.frame_bytes is not None:
         result["rtt_with_tx_ms"] = round(rtt_ms(topo, args.src, args.dst, args.frame_bytes), 6)
     return result
+
+
+def _load(topo: Any, spec: Any) -> Tuple[Any, Any]:
+    """The load's two ends from ``LSRC:LDST`` (both nodes of ``topo``), or (None, None)."""
+    if spec is None:
+        return None, None
+    ends = spec.split(":")
+    if len(ends) != 2 or not all(ends):
+        raise InputError(f"--load takes LSRC:LDST (e.g. h2:h5), got {spec!r}")
+    for node in ends:
+        topo.node(node)  # TopologyError for an unknown node
+    if ends[0] == ends[1]:
+        raise InputError(f"--load {spec}: a flow needs two different nodes")
+    return ends[0], ends[1]
 
 
 def _flows(topo: Any, spec: str) -> Dict[str, Any]:
@@ -179,6 +201,10 @@ def _bound_rows(result: Dict[str, Any]) -> List[Tuple[str, str]]:
                      f"typically {result['loaded_rtt_ms']:g} ms (one flow {result['load']} "
                      f"fills {result['loaded_queue_link']}'s queue; CUBIC's cut leaves "
                      f"{result['loaded_queue_frames_low']:g} frames in it)"))
+    elif result.get("load") and result["load"] != f"{result['path'][0]}->{result['path'][-1]}":
+        rows.append(("RTT under a TCP flow",
+                     f"{result['loaded_rtt_ms']:g} ms: the flow {result['load']} fills no "
+                     "queue this pair's packets cross"))
     if result["unbounded_links"]:
         rows.append(("no RTT bound", ", ".join(result["unbounded_links"])
                      + ": rate-limited without a queue limit (waiting is unbounded)"))
