@@ -82,3 +82,9 @@ def test_notebooks_take_the_scale_from_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("LABTOOLS_RATE_SCALE", "2")
     with pytest.raises(TopologyError, match="outside"):
         notebook.open_lab("path")
+
+
+def test_a_scale_of_hundreds_of_digits_is_refused_in_one_line():
+    """Found by the topology property test: an integer too large for a float."""
+    with pytest.raises(TopologyError, match="too large"):
+        load_topology("portfolio,rate_scale=" + "9" * 400)

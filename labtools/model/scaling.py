@@ -35,6 +35,9 @@ def check_scale(factor: Union[float, str]) -> float:
         value = float(factor)
     except (TypeError, ValueError):
         raise TopologyError(f"{PARAMETER} must be a number, not {factor!r}") from None
+    except OverflowError:  # an integer of hundreds of digits
+        raise TopologyError(f"{PARAMETER}={str(factor)[:20]}...: the number is too large "
+                            f"(it lies in {MIN_SCALE}..1)") from None
     if not MIN_SCALE <= value <= 1.0:
         raise TopologyError(f"{PARAMETER}={factor} is outside {MIN_SCALE}..1 "
                             "(it only slows a lab down, to what the machine can carry)")
