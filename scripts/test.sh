@@ -78,7 +78,7 @@ $py -m pytest -q -m "not network and not vm and not grading and not system and n
 stage_end
 
 stage_start "grading with the real nbgrader (release, autograde, feedback, export)"
-$py -m pytest -q -m grading tests/test_grading.py
+$py -m pytest -q -m grading tests/test_grading.py tests/test_grading_lab7.py
 stage_end
 
 if [ -n "$hub_prep_pid" ]; then
