@@ -64,9 +64,10 @@ def test_a_ping_under_a_tcp_load_follows_the_queue_model(lab):
     assert p50 == pytest.approx(model.typical_ms + added, rel=policy.LOADED_RTT_TOL_REL)
     # the queue never empties below what CUBIC's cut leaves in it
     assert m.summary.min_ms >= model.low_ms * (1 - policy.LOADED_RTT_TOL_REL)
-    assert m.summary.samples >= PINGS - 5 and m.extra["load"] == "iperf3 a2 -> b2"
-    saved = lab.store.get(m.run_id)
-    assert saved.context.load == ("a2", "b2") and saved.context.load_received_mbps > 0
+    for run in m.runs:  # each run saved with the load it ran under
+        assert run.summary.samples >= PINGS - 5 and run.extra["load"] == "iperf3 a2 -> b2"
+        saved = lab.store.get(run.run_id)
+        assert saved.context.load == ("a2", "b2") and saved.context.load_received_mbps > 0
 
 
 def test_a_pair_that_crosses_no_shaped_link_has_no_queue_to_wait_in(lab):
