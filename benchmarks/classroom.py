@@ -522,8 +522,10 @@ def _sizing_lines(s: Dict[str, Any]) -> List[str]:
                      "one hub per server, students split between them, or Kubernetes "
                      "(deploy/k8s/).")
     lines.append("- Labs with link delay need netem on the servers' kernel (a stock kernel "
-                 "has it; `modprobe sch_netem`); without it each student needs the lab VM "
-                 "(2 GiB and 2 emulated CPUs each under software emulation): not a way to "
+                 "has it; `modprobe sch_netem`); without it each student's kernels run in the "
+                 "lab VM inside their server (half the server's memory limit and its cores "
+                 "under software emulation, a minute before each kernel answers; the hub "
+                 "test's figures are in docs/course-server.md): a fallback, not a way to "
                  "serve a class.")
     return lines
 

@@ -151,6 +151,7 @@ class Settings:
         vm_kernel: the VM's kernel image asked for (None: the newest stock one).
         vm_kvm: boot with KVM (True), without (False), or as the probe says (None).
         vm_memory: the VM's memory, QEMU's notation.
+        vm_memory_chosen: whether ``LABTOOLS_VM_MEMORY`` set it (else the default).
         vm_cpus: the VM's CPUs asked for (None: the default).
         vm_idle_poll: one guest CPU that never halts.
     """
@@ -171,6 +172,7 @@ class Settings:
     vm_kernel: Optional[Path] = None
     vm_kvm: Optional[bool] = None
     vm_memory: str = "2G"
+    vm_memory_chosen: bool = False
     vm_cpus: Optional[int] = None
     vm_idle_poll: bool = False
 
@@ -216,6 +218,7 @@ class Settings:
             vm_kvm_guest=text.choice(VM_MODE, ("kvm", "tcg"), "tcg") == "kvm",
             vm_kernel=text.path("LABTOOLS_VM_KERNEL"), vm_kvm=text.optional_flag("LABTOOLS_VM_KVM"),
             vm_memory=text.get("LABTOOLS_VM_MEMORY") or "2G",
+            vm_memory_chosen=bool(text.get("LABTOOLS_VM_MEMORY")),
             vm_cpus=text.whole("LABTOOLS_VM_CPUS"), vm_idle_poll=text.flag("LABTOOLS_VM_IDLE_POLL"))
 
 

@@ -6,7 +6,8 @@
 #  3. the lab VM's provisioning: a fresh Debian 12 booted with systemd, provisioned as
 #     `vagrant up` does, twice, then restarted (marker `system`; runs in the background
 #     during stages 1-2, it needs no CPU of its own most of the time: downloads);
-#  4. real-network tests (marker `network`), the solution notebooks among them: natively
+#  4. the VM runner booted for real, and a Jupyter kernel in the lab VM (marker `vm`);
+#     real-network tests (marker `network`), the solution notebooks among them: natively
 #     where this kernel can emulate links, otherwise inside the lab VM (labtools vm);
 #  5. the browser test: `make lab`'s JupyterLab in headless Chromium (marker `browser`);
 #  6. the course hub (marker `hub`): the lab image (built in the background during stages
@@ -103,6 +104,10 @@ if [ -n "$provision_pid" ]; then
         "provisioning under systemd (in the background from the start)")")
     [ "$status" = 0 ] || exit "$status"
 fi
+
+stage_start "the VM runner: a real boot, and a notebook's kernel in the lab VM (marker vm)"
+$py -m pytest -q -m vm tests/test_vm.py tests/test_vm_kernel.py
+stage_end
 
 stage_start "real-network tests and the solution notebooks, executed on real networks"
 # Only these files are imported in the VM (importing the others costs minutes under

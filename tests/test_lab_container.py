@@ -5,9 +5,9 @@ Checked: the URL it prints answers with the token and sends to the login page wi
 the port is published on 127.0.0.1 only; the container runs as a user other than root with
 no capability, no new privileges and the kit's seccomp profile, is not privileged; the
 student notebooks land in the mounted work folder and a lab's measurements are saved there;
-Ctrl-C stops it and leaves no container. JupyterLab stays in the container
-(``LABTOOLS_CONTAINER_VM=0``): the lab VM route is what `make test`'s browser stage covers
-for `make lab`, and minutes under emulation.
+a notebook's kernel, started through JupyterLab's own API, runs a lab with link delay (in
+the lab VM inside the container where the host's kernel has no netem) and saves its
+measurements in the work folder; Ctrl-C stops it and leaves no container.
 """
 
 from __future__ import annotations
@@ -20,16 +20,25 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+import uuid
 from pathlib import Path
-from typing import Iterator, Tuple
+from typing import Any, Dict, Iterator, Optional, Tuple
 
 import pytest
+import websocket
 from hub_machine import DOCKER, ROOT, DockerDaemon, docker, free_port
+
+from labtools.model import expect
+from labtools.model.catalog import load_topology
 
 pytestmark = [pytest.mark.hub]
 
 OUT = ROOT / "results" / "hub"
 READY_S = 180
+#: seconds for a kernel to answer (in the lab VM: its boot under emulation, then ipykernel)
+KERNEL_S = 300
+#: a lab with link delay (netem: the lab VM's where the host's kernel has none)
+DELAYED = "star,hosts=3,bw_mbps=10,delay_ms=5"
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +51,7 @@ def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
         docker("image", "inspect", "labtools-lab:latest")  # built by the hub's stage
         work = tmp_path_factory.mktemp("work") / "lab-work"
         port = free_port()
-        env = dict(os.environ, LAB_PORT=str(port), LAB_WORK=str(work),
-                   LABTOOLS_CONTAINER_VM="0")
+        env = dict(os.environ, LAB_PORT=str(port), LAB_WORK=str(work))
         env.pop("JUPYTER_TOKEN", None)
         proc = subprocess.Popen(["bash", str(ROOT / "scripts" / "lab-container.sh")],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -132,6 +140,82 @@ def test_notebooks_and_measurements_are_saved_in_the_work_folder(lab):
         capture_output=True, text=True, timeout=120)
     assert run.stdout.strip() == "3", run.stderr[-1500:]
     assert (work / "results" / "labtools.sqlite").stat().st_size > 0
+
+
+def kernel_message(msg_type: str, content: Dict[str, Any]) -> Dict[str, Any]:
+    """A message of Jupyter's protocol as JupyterLab sends it on a kernel's websocket."""
+    return {"header": {"msg_id": uuid.uuid4().hex, "session": SESSION, "username": "",
+                       "msg_type": msg_type, "version": "5.3"},
+            "parent_header": {}, "metadata": {}, "content": content, "channel": "shell",
+            "buffers": []}
+
+
+SESSION = uuid.uuid4().hex
+
+
+def ask(ws: Any, msg_type: str, content: Dict[str, Any], timeout_s: float
+        ) -> Tuple[Optional[Dict[str, Any]], str]:
+    """Send one shell request; its reply (None when none came in time) and the text its
+    cell printed."""
+    sent = kernel_message(msg_type, content)
+    ws.send(json.dumps(sent))
+    deadline, printed = time.monotonic() + timeout_s, []
+    while time.monotonic() < deadline:
+        ws.settimeout(max(0.1, deadline - time.monotonic()))
+        try:
+            msg = json.loads(ws.recv())
+        except websocket.WebSocketTimeoutException:
+            break
+        if msg.get("parent_header", {}).get("msg_id") != sent["header"]["msg_id"]:
+            continue
+        if msg["msg_type"] == "stream":
+            printed.append(msg["content"]["text"])
+        elif msg["msg_type"] == "error":
+            printed.append("\n".join(msg["content"]["traceback"]))
+        elif msg["channel"] == "shell":
+            return msg, "".join(printed)
+    return None, "".join(printed)
+
+
+def test_a_notebook_kernel_runs_a_delayed_lab_and_saves_it(lab):
+    url, work, port, _ = lab
+    base, token = url.split("/lab?token=")
+    mode = subprocess.run([DOCKER, "exec", container_of(port), "labtools-container-check",
+                           "--mode"], capture_output=True, text=True, timeout=60).stdout.strip()
+    began = time.monotonic()  # the kernel starts; the websocket opens once it answers
+    request = urllib.request.Request(f"{base}/api/kernels?token={token}", method="POST",
+                                     data=b'{"name": "python3"}',
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as reply:
+        kernel = json.loads(reply.read())
+    ws = websocket.create_connection(
+        f"{base.replace('http', 'ws')}/api/kernels/{kernel['id']}/channels?token={token}",
+        timeout=KERNEL_S)
+    try:
+        info = None
+        while info is None and time.monotonic() - began < KERNEL_S:
+            info, _ = ask(ws, "kernel_info_request", {}, 10)
+        assert info is not None, f"the kernel did not answer within {KERNEL_S} s"
+        (OUT / "lab-container-kernel.txt").write_text(
+            f"mode {mode}; kernel answered after {time.monotonic() - began:.1f} s\n")
+        code = ("import os\nfrom labtools import settings\nfrom labtools.lab import probes\n"
+                "from labtools.lab.session import LabSession\n"
+                f"with LabSession({DELAYED!r}, results='results/delayed.sqlite',"
+                " calibrate=False) as lab:\n"
+                "    ping = probes.ping(lab, 'h1', 'h2', count=3, interval_s=0.2)\n"
+                "print('in-vm', settings.current().in_vm, 'min', ping.summary.min_ms)\n")
+        reply, printed = ask(ws, "execute_request", {
+            "code": code, "silent": False, "store_history": False, "user_expressions": {},
+            "allow_stdin": False, "stop_on_error": True}, 300)
+        assert reply is not None and reply["content"]["status"] == "ok", printed[-1500:]
+    finally:
+        ws.close()
+        urllib.request.urlopen(urllib.request.Request(
+            f"{base}/api/kernels/{kernel['id']}?token={token}", method="DELETE"), timeout=60)
+    words = printed.split()
+    assert words[:2] == ["in-vm", str(mode == "vm")], (mode, printed)
+    assert float(words[3]) >= expect.rtt_ms(load_topology(DELAYED), "h1", "h2"), printed
+    assert (work / "results" / "delayed.sqlite").stat().st_size > 0
 
 
 def test_ctrl_c_stops_it_and_leaves_no_container(lab):

@@ -158,14 +158,14 @@ def test_spec_defaults_follow_the_emulation_mode(monkeypatch, tmp_path, kvm, env
 def test_status_comes_back_from_the_status_file(monkeypatch, tmp_path):
     _ready(monkeypatch, tmp_path)
 
-    def fake_vng(args, env, timeout_s):
+    def fake_vng(args, env, timeout_s, new_session=True):
         script = Path(args[-1].split(" ", 1)[1])
         (script.parent / vm.STATUS_FILE).write_text("7\n")
         return 0
 
     monkeypatch.setattr(vm, "run_vng", fake_vng)
     assert vm.run_in_vm(["false"], kvm=False) == 7
-    monkeypatch.setattr(vm, "run_vng", lambda args, env, timeout_s: 1)
+    monkeypatch.setattr(vm, "run_vng", lambda args, env, timeout_s, new_session=True: 1)
     with pytest.raises(VMError, match="stopped before the command finished"):
         vm.run_in_vm(["false"], kvm=False)
 

@@ -5,7 +5,7 @@
 #    labtools-userns.json` (Docker's and containerd's default profiles refuse the user
 #    namespaces a lab's network lives in);
 #  - sch_netem loaded now and at every boot (a pod can never load a kernel module; without
-#    it only labs without link delay run, and the kit says so).
+#    it a student's kernels run in the lab VM inside the pod: slow, under emulation).
 #   sh deploy/k8s/node-setup.sh [SECCOMP_DIR]    # default /var/lib/kubelet/seccomp
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)

@@ -229,11 +229,14 @@ def _pump(source: IO[bytes], target: IO[str]) -> None:
             target.flush()
 
 
-def _stop(proc: "subprocess.Popen[bytes]") -> None:
-    """Terminate the VM's whole process group, forcefully after 5 s."""
+def _stop(proc: "subprocess.Popen[bytes]", group: bool = True) -> None:
+    """Terminate the VM (its whole process group when it has its own), forcefully after 5 s."""
     for sig, wait_s in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
         try:
-            os.killpg(proc.pid, sig)
+            if group:
+                os.killpg(proc.pid, sig)
+            else:
+                proc.send_signal(sig)
         except ProcessLookupError:
             return
         try:
@@ -243,15 +246,19 @@ def _stop(proc: "subprocess.Popen[bytes]") -> None:
             continue
 
 
-def run_vng(args: Sequence[str], env: Dict[str, str], timeout_s: Optional[float]) -> int:
+def run_vng(args: Sequence[str], env: Dict[str, str], timeout_s: Optional[float],
+            new_session: bool = True) -> int:
     """Run ``vng``, streaming its output to ours; returns its exit status.
 
     Output goes through pipes: QEMU truncates a regular file given as its stdout.
+    ``new_session``: the VM gets a session of its own (a terminal's Ctrl-C reaches only this
+    process, which stops the VM); ``False`` keeps it in our process group, so that whoever
+    kills the group (a Jupyter kernel's manager) kills the VM too.
     Raises :class:`VMError` when ``vng`` cannot start or the time-out expires.
     """
     try:
         proc = subprocess.Popen(list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env=env, start_new_session=True)
+                                env=env, start_new_session=new_session)
     except OSError as err:
         raise VMError(f"cannot start {args[0]}: {err.strerror}") from err
     pumps = [threading.Thread(target=_pump, args=(src, dst), daemon=True)
@@ -262,11 +269,11 @@ def run_vng(args: Sequence[str], env: Dict[str, str], timeout_s: Optional[float]
     try:
         proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        _stop(proc)
+        _stop(proc, new_session)
         raise VMError(f"the VM run did not finish within {timeout_s:.0f} s and was stopped"
                       ) from None
     except KeyboardInterrupt:
-        _stop(proc)
+        _stop(proc, new_session)
         raise
     finally:
         for sig, handler in previous.items():
@@ -343,11 +350,12 @@ def make_spec(command: Sequence[str], state_dir: Path, *, cwd: Optional[Path] = 
 
 
 def run_in_vm(command: Sequence[str], *, timeout_s: Optional[float] = None,
-              **options: Any) -> int:
+              new_session: bool = True, **options: Any) -> int:
     """Run ``command`` in a throwaway VM; returns the command's own exit status.
 
     ``options`` are those of :func:`make_spec` (``cwd``, ``memory``, ``cpus``, ``kvm``,
-    ``rwdirs``, ``forward_ports``, ``env``). Progress goes to stderr. Raises
+    ``rwdirs``, ``forward_ports``, ``env``); ``new_session`` as in :func:`run_vng`.
+    Progress goes to stderr. Raises
     :class:`VMError` when the VM cannot boot, times out (``timeout_s`` seconds, boot
     included) or ends before the command finished.
     """
@@ -365,7 +373,7 @@ def run_in_vm(command: Sequence[str], *, timeout_s: Optional[float] = None,
         release = spec.kernel.name[len("vmlinuz-"):]
         print(f"labtools vm: booting Linux {release} ({mode})...", file=sys.stderr, flush=True)
         start = time.monotonic()
-        vng_status = run_vng(build_vng_args(spec), tools_env(), timeout_s)
+        vng_status = run_vng(build_vng_args(spec), tools_env(), timeout_s, new_session)
         took = time.monotonic() - start
         status_path = state_dir / STATUS_FILE
         if not status_path.is_file():
