@@ -31,14 +31,8 @@ missing=()
 command -v iptables >/dev/null || missing+=(iptables)
 command -v configurable-http-proxy >/dev/null || missing+=(node-configurable-http-proxy)
 /usr/bin/python3 -c 'import ensurepip' 2>/dev/null || missing+=(python3-venv)
-if [ ${#missing[@]} -gt 0 ]; then
-    say "installing ${missing[*]} (Debian's packages)"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq -o DPkg::Lock::Timeout=600
-    # (waits for another apt to finish rather than failing)
-    apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=600 \
-        "${missing[@]}" >/dev/null
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/debian-packages.sh"
+install_debian_packages ${missing[@]+"${missing[@]}"}
 # Debian's configurable-http-proxy finds its modules in /usr/share/nodejs, which a Node.js
 # from elsewhere (nodesource) does not search
 export NODE_PATH=${NODE_PATH:+$NODE_PATH:}/usr/share/nodejs

@@ -46,14 +46,8 @@ base_tar=$cache/docker-base-$suite-minbase-r$recipe-$trust_key.tar
 missing=()
 command -v debootstrap >/dev/null || missing+=(debootstrap)
 [ -x /usr/bin/docker ] || missing+=(docker.io)
-if [ ${#missing[@]} -gt 0 ]; then
-    say "installing ${missing[*]} (Debian's packages)"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq -o DPkg::Lock::Timeout=600
-    # (waits for another apt to finish rather than failing)
-    apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=600 \
-        "${missing[@]}" >/dev/null
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/debian-packages.sh"
+install_debian_packages ${missing[@]+"${missing[@]}"}
 # Debian's docker command (another one earlier in PATH may speak a newer dialect)
 docker=${DOCKER:-/usr/bin/docker}
 "$docker" info >/dev/null 2>&1 || fail "the Docker daemon does not answer: start it" \
