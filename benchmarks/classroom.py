@@ -37,6 +37,8 @@ from typing import Any, Dict, List, Optional
 
 from common import RESULTS, ROOT, say, settled_available_mib, spread, write_json
 
+from labtools.system import procfs
+
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "deploy" / "hub"))
 
@@ -317,15 +319,13 @@ def _tree_rss_mib(pid: int) -> float:
     idle culler, under scripts/hub.sh), MiB."""
     children: Dict[int, List[int]] = {}
     rss: Dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            status = (stat.parent / "status").read_text()
-        except OSError:
-            continue
+    for each in procfs.pids():
+        fields, status = procfs.stat_fields(each), procfs.read_text(each, "status")
+        if fields is None or status is None:
+            continue  # gone meanwhile
         found = re.search(r"^VmRSS:\s+(\d+) kB", status, re.M)
-        rss[int(stat.parent.name)] = int(found.group(1)) if found else 0
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+        rss[each] = int(found.group(1)) if found else 0
+        children.setdefault(int(fields[1]), []).append(each)
     total, todo = 0, [pid]
     while todo:
         current = todo.pop()

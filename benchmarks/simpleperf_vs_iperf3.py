@@ -37,9 +37,11 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from labtools.lab import processes
+from labtools.system import procfs
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "simpleperf_vs_iperf3.json"
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 NS_CLIENT, NS_SERVER = "spbench-c", "spbench-s"
 ADDR_CLIENT, ADDR_SERVER = "10.251.7.1", "10.251.7.2"
 PACED_RATE_MBPS = 40
@@ -48,22 +50,16 @@ WARMUP_S, SAMPLE_S = 1.0, 0.05
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a running process."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    """User + system CPU seconds of a running process (ProcessLookupError once it is gone)."""
+    seconds = procfs.cpu_seconds(pid)
+    if seconds is None:
+        raise ProcessLookupError(pid)
+    return seconds
 
 
 def listening(pid: int, port: int) -> bool:
     """True if a TCP socket listens on ``port`` in the network namespace of ``pid``."""
-    for table in ("tcp", "tcp6"):
-        path = Path(f"/proc/{pid}/net/{table}")
-        if not path.exists():
-            continue
-        for line in path.read_text().splitlines()[1:]:
-            local, state = line.split()[1], line.split()[3]
-            if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
-                return True
-    return False
+    return processes.listening(pid, port)
 
 
 def free_port() -> int:
@@ -164,7 +160,7 @@ def _wait_sampling(client: int, server: int) -> tuple:
         if now - started >= WARMUP_S:
             try:
                 sample = (now, cpu_seconds(client) + cpu_seconds(server))
-            except (FileNotFoundError, ProcessLookupError):
+            except ProcessLookupError:
                 sample = last
             first = first or sample
             last = sample

@@ -13,7 +13,9 @@
 #  6. the course hub (marker `hub`): the lab image (built in the background during stages
 #     1-2: mostly downloads), JupyterHub with students and an instructor in headless
 #     Chromium, run while the provisioning check finishes; the Kubernetes pod checks.
-# LABTOOLS_SKIP="system browser hub" leaves stages out (say so in what you report).
+#  7. nothing left behind: `labtools clean --dry-run` finds no more than before the run.
+# The unit tests run beside a stream of short processes (tests/process_churn.py), as on a
+# busy machine. LABTOOLS_SKIP="system browser hub" leaves stages out (say so in what you report).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$here"
@@ -49,6 +51,9 @@ trap report EXIT
 stage_start "setup (packages, venv, kit; test tools)"
 bash scripts/setup.sh --test
 export PATH="$venv/bin:$PATH"
+# what `labtools clean` would remove before the run: the run's end checks it left no more
+mkdir -p results
+$py tests/leftover_check.py before results/leftovers-before.json
 stage_end
 
 if [[ "$skip" != *" system "* ]]; then
@@ -74,8 +79,16 @@ stage_start "lint and types (ruff, mypy)"
 "$venv/bin/mypy"
 stage_end
 
-stage_start "unit tests"
-$py -m pytest -q -m "not network and not vm and not grading and not system and not browser and not hub" "$@"
+stage_start "unit tests (beside short processes that start and end all the time)"
+# a busy machine: a test that reads /proc of a process that exits meanwhile fails here
+$py tests/process_churn.py > results/process-churn.out &
+churn_pid=$!
+status=0
+$py -m pytest -q -m "not network and not vm and not grading and not system and not browser and not hub" "$@" || status=$?
+kill -TERM "$churn_pid" 2>/dev/null || true
+wait "$churn_pid" 2>/dev/null || true
+cat results/process-churn.out
+[ "$status" = 0 ] || exit "$status"
 stage_end
 
 stage_start "grading with the real nbgrader (release, autograde, feedback, export)"
@@ -131,3 +144,7 @@ if [[ "$skip" != *" browser "* ]]; then
     $py -m pytest -q -s -m browser tests/test_browser.py
     stage_end
 fi
+
+stage_start "nothing left behind (labtools clean --dry-run as before the run)"
+$py tests/leftover_check.py after results/leftovers-before.json
+stage_end

@@ -16,14 +16,13 @@ import signal
 import subprocess
 import time
 from contextlib import redirect_stdout
-from pathlib import Path
 from typing import Dict
 
 import pytest
 
 from labtools import settings
 from labtools.cli import main
-from labtools.system import cleanup, vm_leftovers
+from labtools.system import cleanup, procfs, vm_leftovers
 from labtools.system.cleanup import (
     INTERFACE_RE,
     LeftoverProcess,
@@ -134,11 +133,8 @@ def _started(proc: subprocess.Popen, comm: str, other_ns: bool) -> None:
     root_ns = cleanup.root_netns()
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        try:
-            now = Path(f"/proc/{proc.pid}/comm").read_text().strip()
-            netns = os.readlink(f"/proc/{proc.pid}/ns/net")
-        except OSError:
-            now, netns = "", ""
+        now = procfs.comm(proc.pid) or ""
+        netns = procfs.read_link(proc.pid, "ns/net") or ""
         if now == comm and (netns != root_ns) == other_ns:
             return
         time.sleep(0.05)
@@ -304,12 +300,12 @@ def test_a_vm_in_a_container_is_not_a_leftover_of_the_machine(tmp_path):
     try:
         deadline, vm = time.monotonic() + 10, None
         while vm is None and time.monotonic() < deadline:
-            vm = next((int(e) for e in os.listdir("/proc") if e.isdigit() and str(folder)
-                       in Path(f"/proc/{e}/cmdline").read_bytes().decode(errors="replace")
-                       and Path(f"/proc/{e}/comm").read_text().strip() == "sh"), None)
+            vm = next((pid for pid in procfs.pids()
+                       if str(folder) in " ".join(procfs.argv(pid) or [])
+                       and procfs.comm(pid) == "sh"), None)
             time.sleep(0.05)
         assert vm is not None
-        assert os.readlink(f"/proc/{vm}/ns/pid") != os.readlink("/proc/self/ns/pid")
+        assert procfs.read_link(vm, "ns/pid") not in (None, procfs.read_link(os.getpid(), "ns/pid"))
         assert vm not in {p.pid for p in find_leftovers().processes}
     finally:
         os.killpg(outer.pid, signal.SIGKILL)

@@ -21,12 +21,12 @@ pytestmark = pytest.mark.network
 
 
 def _leftovers() -> int:
-    import os
 
+    from labtools.system import procfs
     from labtools.system.cleanup import find_leftovers
     from labtools.system.sandbox_leftovers import sandboxed
 
-    in_sandboxes = sandboxed([int(e) for e in os.listdir("/proc") if e.isdigit()])
+    in_sandboxes = sandboxed(procfs.pids())
     return find_leftovers().count() + len(in_sandboxes)
 
 

@@ -13,6 +13,7 @@ import pytest
 from labtools.errors import EnvironmentProblem
 from labtools.lab.nodes import NodeShell
 from labtools.lab.sandbox import Sandbox
+from labtools.system import procfs
 from labtools.system.cleanup import find_leftovers
 from labtools.system.userns import sandbox_ok
 
@@ -22,7 +23,9 @@ pytestmark = pytest.mark.skipif(
 
 
 def _ns(pid: int, kind: str = "net") -> str:
-    return os.readlink(f"/proc/{pid}/ns/{kind}")
+    found = procfs.read_link(pid, f"ns/{kind}")
+    assert found is not None, f"process {pid} is gone"
+    return found
 
 
 @pytest.fixture

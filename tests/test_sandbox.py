@@ -24,7 +24,7 @@ from typing import Dict, Iterator, List, Set
 
 import pytest
 
-from labtools.system import userns
+from labtools.system import procfs, userns
 from labtools.system.cleanup import INTERFACE_RE, SWITCH_RE, Leftovers, find_leftovers
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,8 +91,10 @@ class Lab:
     def namespaces(self) -> Set[str]:
         """The user namespace and every network namespace of the lab (``net:[...]``)."""
         pids = [self.info["holder"], *self.info["nodes"].values()]
-        found = {os.readlink(f"/proc/{self.info['holder']}/ns/user")}
-        return found | {os.readlink(f"/proc/{pid}/ns/net") for pid in pids}
+        found = {procfs.read_link(self.info["holder"], "ns/user")}
+        found |= {procfs.read_link(pid, "ns/net") for pid in pids}
+        assert None not in found, "a process of the running lab is gone"
+        return {ns for ns in found if ns is not None}
 
 
 @pytest.fixture
@@ -127,22 +129,10 @@ def _holders_of(namespaces: Set[str]) -> List[str]:
     """Every process (``pid: comm``) with one of ``namespaces`` as its user or network
     namespace, or an open file of one; zombies included."""
     found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        links = [f"/proc/{entry}/ns/user", f"/proc/{entry}/ns/net"]
-        try:
-            links += [f"/proc/{entry}/fd/{fd}" for fd in os.listdir(f"/proc/{entry}/fd")]
-        except OSError:
-            pass
-        for link in links:
-            try:
-                target = os.readlink(link)
-            except OSError:
-                continue
-            if target in namespaces:
-                found.append(f"{entry}: {Path(f'/proc/{entry}/comm').read_text().strip()}")
-                break
+    for pid in procfs.pids():
+        links = ["ns/user", "ns/net", *(f"fd/{fd}" for fd in procfs.list_dir(pid, "fd"))]
+        if any(procfs.read_link(pid, link) in namespaces for link in links):
+            found.append(f"{pid}: {procfs.comm(pid) or '(gone)'}")
     return found
 
 
@@ -151,11 +141,8 @@ def _of_our_users(found: Leftovers) -> List[str]:
     software on this machine may have leftovers of its own)."""
     ours = []
     for proc in found.processes:
-        try:
-            if os.stat(f"/proc/{proc.pid}").st_uid in (USER_A, USER_B):
-                ours.append(f"{proc.pid}: {proc.name}")
-        except OSError:
-            continue
+        if procfs.owner_uid(proc.pid) in (USER_A, USER_B):
+            ours.append(f"{proc.pid}: {proc.name}")
     return ours
 
 
@@ -191,7 +178,7 @@ def test_labs_of_two_users_run_side_by_side_on_the_same_names(labs, homes):
         links = subprocess.run(["nsenter", f"--target={lab.info['holder']}", "--net", "ip",
                                 "-o", "link", "show", "s1"], capture_output=True, text=True)
         assert links.returncode == 0 and "s1:" in links.stdout
-        owner = os.stat(f"/proc/{lab.info['holder']}").st_uid
+        owner = procfs.owner_uid(lab.info["holder"])
         assert owner == lab.uid
     assert _kit_like_links() == before
     for result in _measure_all([a, a2, b]):
@@ -212,7 +199,7 @@ def test_a_killed_lab_leaves_nothing_and_the_others_go_on(labs, homes):
     _measure_all([a, b])
     a.ask("serve h3")  # a server that would run for ever
     server = a.answer()["serving"]
-    assert os.readlink(f"/proc/{server}/ns/net") in killed
+    assert procfs.read_link(server, "ns/net") in killed
     a.ask("measure h1 h2")  # killed while it measures
     time.sleep(1.5)
     a.proc.send_signal(signal.SIGKILL)

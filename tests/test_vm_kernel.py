@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -20,7 +21,7 @@ from labtools.errors import InputError
 from labtools.model import expect
 from labtools.model.catalog import load_topology
 from labtools.system import capabilities as caps
-from labtools.system import vm, vm_kernel
+from labtools.system import vm, vm_kernel, vm_leftovers
 
 CONNECTION = {"shell_port": 50001, "iopub_port": 50002, "stdin_port": 50003,
               "control_port": 50004, "hb_port": 50005, "ip": "127.0.0.1", "key": "k",
@@ -169,6 +170,7 @@ def test_real_kernel_in_the_vm_runs_a_delayed_lab_is_interrupted_and_killed(
     work = tmp_path / "work"
     work.mkdir()
     before = set(_qemu_pids())
+    folders_before = set(Path(tempfile.gettempdir()).glob(vm_leftovers.VM_MARK + "*"))
     manager = KernelManager(kernel_name="python3")
     assert manager.kernel_spec.display_name == vm_kernel.DISPLAY_NAME
     manager.start_kernel(cwd=str(work))
@@ -196,6 +198,12 @@ def test_real_kernel_in_the_vm_runs_a_delayed_lab_is_interrupted_and_killed(
     while set(_qemu_pids()) - before and time.monotonic() < deadline:
         time.sleep(0.5)
     assert not set(_qemu_pids()) - before, "the killed kernel's VM is still running"
+    # a SIGKILL leaves the runner's folder; the kit removes its own stale ones (as the next
+    # VM of this user does when it starts), so nothing of this test is left
+    left = set(Path(tempfile.gettempdir()).glob(vm_leftovers.VM_MARK + "*")) - folders_before
+    assert {str(f) for f in left} <= set(vm_leftovers.stale_folders())
+    vm_leftovers.remove_own_stale_folders()
+    assert not [f for f in left if f.exists()]
 
 
 def test_module_runs_as_the_kernelspec_runs_it():

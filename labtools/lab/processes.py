@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import List, Optional
 
 from labtools.errors import ParseError, ProbeTimeout, ToolError
+from labtools.system import procfs
 from labtools.tools.parsers import parse
 from labtools.tools.parsers.base import Parsed
 
@@ -130,16 +131,12 @@ def listening(pid: int, port: int, udp: bool = False) -> bool:
     kinds = ("udp", "udp6") if udp else ("tcp", "tcp6")
     wanted = f":{port:04X}"
     for kind in kinds:
-        try:
-            with open(f"/proc/{pid}/net/{kind}", encoding="ascii") as table:
-                next(table, None)
-                for line in table:
-                    fields = line.split()
-                    bound = len(fields) > 3 and fields[1].endswith(wanted)
-                    if bound and (udp or fields[3] == "0A"):  # 0A: LISTEN
-                        return True
-        except OSError:
-            continue
+        table = procfs.read_text(pid, f"net/{kind}")
+        for line in (table or "").splitlines()[1:]:
+            fields = line.split()
+            bound = len(fields) > 3 and fields[1].endswith(wanted)
+            if bound and (udp or fields[3] == "0A"):  # 0A: LISTEN
+                return True
     return False
 
 

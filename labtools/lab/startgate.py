@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, List, Sequence
 
 from labtools.errors import ToolError
+from labtools.system import procfs
 
 #: the wrapper: mark ready, wait for the gate, become the tool
 GATE_SCRIPT = ': > "$0.$1.ready"; shift; read _ < "$0" || exit 125; exec "$@"'
@@ -99,7 +100,4 @@ class StartGate:
 
 def _still_wrapper(pid: int) -> bool:
     """True while ``pid`` is still the gate's shell (it has not ``exec``'d its tool)."""
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip() == "sh"
-    except OSError:
-        return False  # gone: it started (and ended) already
+    return procfs.comm(pid) == "sh"  # None when gone: it started (and ended) already

@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from labtools.errors import EnvironmentProblem
-from labtools.system import sandbox_leftovers, vm_leftovers
+from labtools.system import procfs, sandbox_leftovers, vm_leftovers
 
 #: measurement tools the kit starts inside host namespaces
 KIT_TOOLS = ("iperf", "iperf3", "ping", "simpleperf")
@@ -199,12 +199,12 @@ def _process_table() -> Dict[int, ProcessInfo]:
     VM in a student's container is not a leftover of the machine)."""
     table = {}
     ours = sandbox_leftovers.pid_namespace_of(os.getpid())
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and int(entry) != os.getpid():
-            theirs = sandbox_leftovers.pid_namespace_of(int(entry))
-            info = _process(int(entry))
+    for pid in procfs.pids():
+        if pid != os.getpid():
+            theirs = sandbox_leftovers.pid_namespace_of(pid)
+            info = _process(pid)
             if info is not None and (theirs is None or theirs == ours):
-                table[int(entry)] = info
+                table[pid] = info
     return table
 
 
@@ -225,27 +225,14 @@ def _kit_processes(table: Dict[int, ProcessInfo]) -> List[LeftoverProcess]:
 
 def _process(pid: int) -> Optional[ProcessInfo]:
     """A live process, None if gone, a zombie or a kernel thread."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
-            stat = handle.read()
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            raw = handle.read()
-    except OSError:
+    fields, name, argv = procfs.stat_fields(pid), procfs.comm(pid), procfs.argv(pid)
+    if fields is None or not name or not argv or fields[0] in ("Z", "X"):
         return None
-    head, _, tail = stat.rpartition(")")
-    fields = tail.split()
-    if not raw or len(fields) < 20 or fields[0] in ("Z", "X"):
-        return None
-    comm = head.partition("(")[2]
-    argv = [a.decode("utf-8", "replace") for a in raw.rstrip(b"\0").split(b"\0")]
-    return ProcessInfo(comm, argv, int(fields[3]), int(fields[19]))
+    return ProcessInfo(name, argv, int(fields[3]), int(fields[19]))
 
 
 def _netns_of(pid: int) -> Optional[str]:
-    try:
-        return os.readlink(f"/proc/{pid}/ns/net")
-    except OSError:
-        return None
+    return procfs.read_link(pid, "ns/net")
 
 
 def _is_bridge(name: str) -> bool:

@@ -15,8 +15,9 @@ such user namespaces (a node shell of the kit inside, no holder alive).
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence
+
+from labtools.system import procfs
 
 #: the holder's ``$0`` (the word after its script on its command line)
 HOLDER_MARK = "labtools-sandbox"
@@ -26,18 +27,12 @@ NODE_MARK = "labtools-node:"
 
 def user_namespace_of(pid: int) -> Optional[str]:
     """``user:[inode]`` of process ``pid``, None when it cannot be read."""
-    try:
-        return os.readlink(f"/proc/{pid}/ns/user")
-    except OSError:
-        return None
+    return procfs.read_link(pid, "ns/user")
 
 
 def pid_namespace_of(pid: int) -> Optional[str]:
     """``pid:[inode]`` of process ``pid`` (a container's differs), None when unreadable."""
-    try:
-        return os.readlink(f"/proc/{pid}/ns/pid")
-    except OSError:
-        return None
+    return procfs.read_link(pid, "ns/pid")
 
 
 def machine_user_namespace() -> Optional[str]:
@@ -90,12 +85,10 @@ def running_sandboxes(argvs: Optional[Mapping[int, Sequence[str]]] = None) -> in
     by default on this whole machine, containers included."""
     if argvs is None:
         argvs = {}
-        for entry in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                raw = Path("/proc", entry, "cmdline").read_bytes()
-            except OSError:
-                continue
-            argvs[int(entry)] = raw.decode("utf-8", "replace").split("\0")
+        for pid in procfs.pids():
+            argv = procfs.argv(pid)
+            if argv is not None:
+                argvs[pid] = argv
     return sum(1 for argv in argvs.values() if is_holder(argv))
 
 
@@ -108,10 +101,5 @@ def process_name(comm: str, argv: Sequence[str]) -> str:
 
 def owned_by(pids: Sequence[int], uid: int) -> bool:
     """True when every process of ``pids`` belongs to user ``uid`` (or is gone)."""
-    owners = []
-    for pid in pids:
-        try:
-            owners.append(os.stat(f"/proc/{pid}").st_uid)
-        except OSError:
-            continue
-    return all(owner == uid for owner in owners)
+    owners = [procfs.owner_uid(pid) for pid in pids]
+    return all(owner == uid for owner in owners if owner is not None)

@@ -34,6 +34,7 @@ from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple, Uni
 from labtools import settings
 from labtools.errors import InputError, VMError
 from labtools.paths import checkout_root
+from labtools.system import vm_leftovers
 from labtools.system.toolenv import tools_env, venv_bin_dir
 from labtools.system.vm_leftovers import VM_MARK, VM_OWNER_FILE
 
@@ -360,6 +361,7 @@ def run_in_vm(command: Sequence[str], *, timeout_s: Optional[float] = None,
     included) or ends before the command finished.
     """
 
+    vm_leftovers.remove_own_stale_folders()  # of this user's runners killed earlier
     with tempfile.TemporaryDirectory(prefix=VM_MARK) as tmp:
         state_dir = Path(tmp)
         # who owns this VM: `labtools clean` stops a VM whose owner is gone

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Iterable, List, Mapping, Sequence, Tuple
 
 from labtools import settings
+from labtools.system import procfs
 
 #: prefix of the runner's temporary folder
 VM_MARK = "labtools-vm-"
@@ -52,6 +54,25 @@ def stale_folders(vm_commands: Iterable[Sequence[str]] = ()) -> List[str]:
     return found
 
 
+def remove_own_stale_folders() -> List[str]:
+    """Remove this user's runner folders whose owner is gone and whose VM no longer runs
+    (a runner or a notebook's VM kernel killed with SIGKILL leaves one behind); other
+    users' folders are left to ``labtools clean``. Returns the folders removed."""
+    if settings.current().in_vm:
+        return []
+    running = [argv for argv in map(procfs.argv, procfs.pids()) if argv and folder_named(argv)]
+    removed = []
+    for folder in stale_folders(running):
+        try:
+            if os.lstat(folder).st_uid != os.getuid():
+                continue
+            shutil.rmtree(folder)
+        except OSError:
+            continue  # removed meanwhile, or not ours to remove
+        removed.append(folder)
+    return removed
+
+
 def folder_named(argv: Sequence[str]) -> str:
     """The runner folder a command line names, or ''."""
     for arg in argv:
@@ -67,5 +88,5 @@ def owner_alive(folder: str) -> bool:
         pid = int(Path(folder, VM_OWNER_FILE).read_text(encoding="utf-8").strip())
     except (OSError, ValueError):
         return False
-    return os.path.exists(f"/proc/{pid}")
+    return procfs.is_alive(pid)
 
