@@ -7,6 +7,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -68,7 +69,7 @@ def test_defaults_and_relative_paths():
     (("[hub]", "[servers]\ncpu_limit = 0\n[hub]"), "cpu_limit 0.0"),
     (("[hub]", "[servers]\ninternet = \"yes\"\n[hub]"), "servers.internet must be a bool"),
     (("[hub]", "[auth]\nkind = \"ldap\"\n[hub]"), "auth.kind 'ldap'"),
-    (("[hub]", "[extra]\n[hub]"), "unknown section(s) extra"),
+    (("[hub]", "[extra]\n[hub]"), "unknown section 'extra'"),
     (("data_dir = \"state\"", "data_dir = \"state\"\nstudent_subnets = \"10.0.0.0/24\""),
      "/20 or more"),
 ])
@@ -191,3 +192,249 @@ def test_labhub_check_says_a_bad_setting_in_one_line(tmp_path):
 def test_the_instructor_is_a_user_name_too():
     with pytest.raises(cs.SettingsError, match="course.instructor: 'Dr Who'"):
         settings(MINIMAL.replace("instructor = \"teacher\"", "instructor = \"Dr Who\""))
+
+
+# --- hostile and careless settings: each refused in one line, exit status 2 ---------------
+
+import labhub  # noqa: E402
+from data_folder import MARK, purge_refusal, unsafe  # noqa: E402
+from host_facts import Machine  # noqa: E402
+
+#: a machine of 4 CPUs, 8 GiB, pid_max 32768, on 192.168.1.0/24 and Docker's 172.17.0.0/16
+SMALL = Machine(cpus=4, memory_bytes=8 << 30, pid_max=32768,
+                networks=(("eth0", ipaddress.ip_network("192.168.1.0/24")),
+                          ("docker0", ipaddress.ip_network("172.17.0.0/16"))))
+
+
+def labhub_main(capsys, *argv) -> tuple:
+    """labhub's exit status, stdout and stderr lines for ``argv``."""
+    status = labhub.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return status, out, err.splitlines()
+
+
+def refused(capsys, path: Path, *argv, command: str = "check") -> str:
+    """The one line labhub says for settings file ``path`` (asserting exit status 2)."""
+    status, out, err = labhub_main(capsys, command, path, *argv)
+    assert status == 2 and out == "" and len(err) == 1, (status, out, err)
+    assert err[0].startswith("labhub: ")
+    return err[0]
+
+
+@pytest.mark.parametrize("change, message", [
+    (("data_dir = \"state\"", "data_dir = \"/\""), "/ is a system folder"),
+    (("data_dir = \"state\"", "data_dir = \"../../../../../../..\""), "/ is a system folder"),
+    (("data_dir = \"state\"", "data_dir = \".\""), "holds the settings file's folder"),
+    (("data_dir = \"state\"", "data_dir = \"/usr/bin/..\""), "/usr is a system folder"),
+    (("data_dir = \"state\"", "data_dir = \"/var/lib\""), "/var/lib is a system folder"),
+    (("data_dir = \"state\"", "data_dir = \"/home/someone\""), "/home/someone is a home"),
+    (("data_dir = \"state\"", "data_dir = \"/proc/1\""), "inside a system folder"),
+    (("data_dir = \"state\"", f"data_dir = \"{ROOT.parent}\""), "the kit's folder"),
+    (("[hub]", "[servers]\nmem_limt = \"4G\"\n[hub]"),
+     "unknown key servers.'mem_limt' (did you mean servers.mem_limit?)"),
+    (("listen =", "mem_limit = \"4G\"\nlisten ="), "(did you mean servers.mem_limit?)"),
+    (("data_dir = \"state\"", "data_dir = \"state\"\napi_port = 8000"), "must differ"),
+    (("data_dir = \"state\"", "data_dir = \"state\"\nproxy_api_port = 8081"), "must differ"),
+    (("data_dir = \"state\"", "data_dir = \"state\"\napi_port = 99999"), "99999 is not a port"),
+    (("data_dir = \"state\"", "data_dir = \"state\"\napi_port = 0"), "0 is not a port"),
+    (("listen = \"127.0.0.1:8000\"", "listen = \"127.0.0.1:+8000\""), "is not ADDRESS:PORT"),
+    (("http://127.0.0.1:8000", "http://127.0.0.1:99999"), "is not like https://"),
+    (("http://127.0.0.1:8000", "ftp://lab.example.edu"), "is not like https://"),
+    (("http://127.0.0.1:8000", "http://user@lab.example.edu"), "is not like https://"),
+    (("http://127.0.0.1:8000", "http://lab.example.edu/?x=1"), "is not like https://"),
+    (("http://127.0.0.1:8000", "http://[::1"), "is not like https://"),
+    (("http://127.0.0.1:8000", "http://"), "is not like https://"),
+    (("data_dir = \"state\"", "data_dir = \"state\"\nstudent_subnets = \"0.0.0.0/0\""),
+     "not inside a private range"),
+    (("data_dir = \"state\"", "data_dir = \"state\"\nstudent_subnets = \"127.0.0.0/8\""),
+     "not inside a private range"),
+    (("data_dir = \"state\"", "data_dir = \"state\"\nstudent_subnets = \"169.254.0.0/16\""),
+     "not inside a private range"),
+    (("data_dir = \"state\"", "data_dir = \"state\"\nstudent_subnets = \"8.8.0.0/16\""),
+     "not inside a private range"),
+    (("data_dir = \"state\"", "data_dir = \"state\"\nstudent_subnets = \"192.168.0.0/16\""),
+     "overlaps 192.168.1.0/24 of this machine ('eth0')"),
+    (("data_dir = \"state\"", "data_dir = \"state\"\nstudent_subnets = \"172.16.0.0/12\""),
+     "overlaps 172.17.0.0/16"),
+    (("[hub]", "[servers]\npids_limit = 1000000000\n[hub]"), "not within 64-32768"),
+    (("[hub]", "[servers]\nmem_limit = \"100000G\"\n[hub]"), "not within 256M-8192M"),
+    (("[hub]", "[servers]\nmem_limit = \"9G\"\n[hub]"), "not within 256M-8192M"),
+    (("[hub]", "[servers]\ncpu_limit = 1000\n[hub]"), "not within 0.1-4 cores"),
+    (("[hub]", "[servers]\ncpu_limit = nan\n[hub]"), "cpu_limit nan"),
+    (("[hub]", "[servers]\nidle_timeout_s = 0\n[hub]"), "idle_timeout_s 0 is not within"),
+    (("[hub]", "[servers]\nimage = \"x; rm -rf /\"\n[hub]"), "is not an image name"),
+    (("[hub]", "[auth]\nkind = \"dummy\"\n[hub]"), "for the kit's tests only"),
+    (("[hub]", "[auth.config]\n__class__ = 1\n[hub]"), "is not a setting's name"),
+    (("id = \"netlab\"", "id = \"netlab\"\nadmins = [\"x\\ny\"]"), "is not a user name"),
+    (("data_dir = \"state\"", "data_dir = \"sta\\u0000te\""), "one line of printable"),
+    (("[hub]", "[servers]\nspawn_timeout_s = 9223372036854775807\n[hub]"), "is not within"),
+])
+def test_hostile_and_careless_settings_are_refused_in_one_line(
+        change, message, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv(cs.TESTING_VARIABLE, raising=False)
+    monkeypatch.setattr(cs, "this_machine", lambda: SMALL)
+    path = tmp_path / "course.toml"
+    path.write_text(MINIMAL.replace(*change))
+    assert message in refused(capsys, path)
+    assert not (tmp_path / "state").exists()
+
+
+def test_a_course_too_big_for_its_range_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(cs, "this_machine", lambda: SMALL)
+    (tmp_path / "students.txt").write_text("".join(f"s{i}\n" for i in range(255)))
+    path = tmp_path / "course.toml"
+    path.write_text(MINIMAL.replace("[hub]", "students_file = \"students.txt\"\n[hub]")
+                    .replace("data_dir = \"state\"",
+                             "data_dir = \"state\"\nstudent_subnets = \"10.9.0.0/20\""))
+    assert "the course has 258 users; at most 255 have a server" in refused(capsys, path)
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"[course]\nid = \"caf\xe9\"\n", "is not UTF-8 text"),
+    (b"a = " + b"[" * 5000 + b"]" * 5000, "is nested too deeply"),
+    (b"x" * (cs.MAX_FILE_BYTES + 1), "is larger than 1048576 bytes"),
+    (b"[course\n", "is not TOML"),
+])
+def test_a_settings_file_that_is_not_toml_text_is_one_line(content, message, tmp_path, capsys):
+    path = tmp_path / "course.toml"
+    path.write_bytes(content)
+    assert message in refused(capsys, path)
+
+
+@pytest.mark.parametrize("students_file, message", [
+    ("/dev/zero", "'/dev/zero' is not a regular file"),
+    (".", "is not a regular file"),
+    ("latin1.txt", "is not UTF-8 text"),
+    ("missing.txt", "No such file or directory"),
+])
+def test_a_students_file_that_is_not_a_small_text_file_is_one_line(
+        students_file, message, tmp_path, capsys):
+    (tmp_path / "latin1.txt").write_bytes(b"jos\xe9\n")
+    path = tmp_path / "course.toml"
+    path.write_text(MINIMAL.replace("[hub]", f"students_file = \"{students_file}\"\n[hub]"))
+    line = refused(capsys, path)
+    assert line.startswith("labhub: course.students_file: ") and message in line
+
+
+def test_the_settings_file_itself_must_be_a_small_regular_file(tmp_path, capsys):
+    assert "'/dev/zero' is not a regular file" in refused(capsys, Path("/dev/zero"))
+    assert "is not a regular file" in refused(capsys, tmp_path)
+    assert "No such file" in refused(capsys, tmp_path / "none.toml")
+
+
+def test_get_answers_the_documented_keys_only(tmp_path, capsys):
+    path = tmp_path / "course.toml"
+    path.write_text(MINIMAL)
+    for key in ("__class__", "__dict__", "auth_config", "authenticator_class", "settings_dir",
+                "_NAME", "imag"):
+        assert "no setting" in refused(capsys, path, key, command="get")
+    assert "(did you mean image?)" in refused(capsys, path, "imag", command="get")
+    assert labhub_main(capsys, "get", path, "image") == (0, "labtools-lab:latest\n", [])
+    assert labhub_main(capsys, "get", path, "users")[1] == "teacher alice bob\n"
+    assert labhub_main(capsys, "get", path, "data_dir")[1] == f"{tmp_path / 'state'}\n"
+    assert set(labhub.GETTABLE) <= {f.name for f in cs.CourseSettings.__dataclass_fields__
+                                    .values()} | {"users"}
+
+
+def test_a_bad_command_line_is_one_line_too(capsys):
+    with pytest.raises(SystemExit) as out:
+        labhub.main(["get", "only-a-file"])
+    assert out.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "labhub: the following arguments are required: key"]
+
+
+def test_the_servers_range_is_checked_against_the_networks_given():
+    nets = [("eth0", ipaddress.ip_network("10.213.5.0/24")),
+            ("lab12-0a0b0c0d", ipaddress.ip_network("10.214.0.16/28"))]
+    with pytest.raises(cs.SettingsError, match="overlaps 10.213.5.0/24 of this machine"):
+        cs.check_subnets("10.213.0.0/16", nets)
+    assert str(cs.check_subnets("10.214.0.0/16", nets, "lab12-")) == "10.214.0.0/16"
+    with pytest.raises(cs.SettingsError, match="overlaps 10.214.0.16/28"):
+        cs.check_subnets("10.214.0.0/16", nets, "other-")
+    # the course's own bridges (named with its tag) are not the host's networks
+    own = Machine(2, 4 << 30, 32768, ((f"{cs.course_tag('netlab')}-1234abcd",
+                                       ipaddress.ip_network("10.213.0.16/28")),))
+    assert settings().subnets == cs.parse(__import__("tomllib").loads(MINIMAL), ROOT, own).subnets
+
+
+# --- the data folder: made and marked by the hub; purge removes only that ----------------
+
+@pytest.fixture()
+def no_docker(monkeypatch):
+    """labhub's purge without Docker: no container, network or volume listed."""
+    monkeypatch.setattr(labhub, "DOCKER", shutil.which("true"))
+
+
+def test_purge_removes_the_folder_the_hub_made_and_said_so(tmp_path, capsys, no_docker):
+    path = tmp_path / "course.toml"
+    path.write_text(MINIMAL)
+    status, out, _ = labhub_main(capsys, "data-dir", path)
+    data = tmp_path / "state"
+    assert status == 0 and out == f"{data}\n" and (data / MARK).read_text() == "netlab\n"
+    assert data.stat().st_mode & 0o777 == 0o700
+    (data / "jupyterhub.sqlite").write_text("db")
+    assert labhub_main(capsys, "data-dir", path)[0] == 0  # made once, found again
+    status, out, err = labhub_main(capsys, "purge", path)
+    assert status == 0 and err == [] and not data.exists()
+    assert out.splitlines() == [f"will remove: no container, network or volume; the folder "
+                                f"{data}", f"removed {data}"]
+
+
+@pytest.mark.parametrize("mark", [None, "othercourse"])
+def test_purge_never_removes_a_folder_without_the_course_mark(
+        mark, tmp_path, capsys, no_docker):
+    data = tmp_path / "state"
+    (data / "work").mkdir(parents=True)
+    (data / "work" / "thesis.tex").write_text("years of work")
+    if mark:
+        (data / MARK).write_text(mark)
+    path = tmp_path / "course.toml"
+    path.write_text(MINIMAL)
+    line = refused(capsys, path, command="purge")
+    assert line.startswith("labhub: purge refused: hub.data_dir:")
+    assert (data / "work" / "thesis.tex").read_text() == "years of work"
+    # nor does the hub take it as its own
+    said = refused(capsys, path, command="data-dir")
+    assert ("data folder of course 'othercourse'" if mark else "no .labhub-data mark") in said
+    assert (data / MARK).read_text() == mark if mark else not (data / MARK).exists()
+
+
+def test_purge_refuses_system_home_and_settings_folders_and_links(tmp_path):
+    settings_dir = tmp_path / "course"
+    settings_dir.mkdir()
+    homes = [tmp_path / "home" / "alice"]
+    for folder in ("/", "/etc", "/usr/lib", "/var/lib", "/lib64", "/tmp", "/home/alice",
+                   "/root", "/dev/shm", "/sys/fs", "/home", str(homes[0]),
+                   str(tmp_path / "home"), str(settings_dir), str(tmp_path)):
+        assert purge_refusal(Path(folder), settings_dir, "netlab", homes), folder
+        assert unsafe(Path(folder), settings_dir, homes), folder
+    marked = tmp_path / "data"
+    marked.mkdir()
+    (marked / MARK).write_text("netlab\n")
+    assert purge_refusal(marked, settings_dir, "netlab", homes) is None
+    assert purge_refusal(tmp_path / "not-made-yet", settings_dir, "netlab", homes) is None
+    link = tmp_path / "link"
+    link.symlink_to(marked)
+    assert "symbolic link" in purge_refusal(link, settings_dir, "netlab", homes)
+    etc = tmp_path / "etc-link"
+    etc.symlink_to("/etc")
+    assert "/etc is a system folder" in unsafe(etc, settings_dir, homes)
+
+
+def test_the_hub_tests_settings_are_valid_marked_and_purged(tmp_path, capsys, monkeypatch,
+                                                             no_docker):
+    sys.path.insert(0, str(ROOT / "tests"))
+    import hub_machine
+
+    monkeypatch.setattr(hub_machine, "make_certificate", lambda folder, host: None)
+    info = hub_machine.course_settings(tmp_path, "labhubtest", "teacher", ["alice", "bob"],
+                                       mem_limit="2G", cpu_limit=1.0, idle_timeout_s=3600)
+    monkeypatch.setenv(cs.TESTING_VARIABLE, "1")
+    assert labhub_main(capsys, "check", info["settings"])[0] == 0
+    assert labhub_main(capsys, "data-dir", info["settings"])[0] == 0
+    assert (tmp_path / "data" / MARK).read_text() == "labhubtest\n"
+    monkeypatch.delenv(cs.TESTING_VARIABLE)  # purge needs no LABHUB_TESTING
+    assert "dummy" in refused(capsys, info["settings"])
+    assert labhub_main(capsys, "purge", info["settings"])[0] == 0
+    assert not (tmp_path / "data").exists()

@@ -1,22 +1,38 @@
 """A course's hub settings: one TOML file (course.example.toml explains every key), read,
-checked and completed with defaults, and the names and numbers derived from them.
+checked whole and completed with defaults, and the names and numbers derived from them.
 
-Pure and standard-library only: the hub's configuration (jupyterhub_config.py), its
-command line (labhub.py) and the kit's tests use it alike. A bad setting is a
-:class:`SettingsError` naming the key, one line.
+Every key is known (a typo is refused, naming the closest key), typed and ranged, and
+checked against this machine (host_facts.py): ports distinct, limits within its CPUs,
+memory and process ids, the servers' range private and off its networks. Relative paths
+are relative to the settings file's folder. Standard library only: the hub's
+configuration (jupyterhub_config.py), its command line (labhub.py) and the kit's tests use
+it alike. A bad setting is a :class:`SettingsError` naming the key, one line.
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import ipaddress
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Tuple
-from urllib.parse import urlsplit
+from typing import Any, Dict, Optional, Tuple
 
 import tomllib
+from data_folder import unsafe
+from host_facts import Machine, this_machine
+from settings_values import (  # noqa: F401 - SettingsError and the checks are the settings'
+    MAX_FILE_BYTES,
+    PRIVATE_RANGES,
+    SettingsError,
+    check_subnets,
+    listen_address,
+    memory_bytes,
+    public_url,
+    read_limited,
+)
 
 #: user ids of the students' and instructor's servers: FIRST_UID + the server's number
 #: (each user a uid of their own, so nbgrader's exchange keeps students apart)
@@ -38,13 +54,25 @@ AUTHENTICATORS: Dict[str, str] = {
 }
 #: the environment variable without which the dummy authenticator is refused
 TESTING_VARIABLE = "LABHUB_TESTING"
+#: every key of every section (course.example.toml documents each)
+KEYS: Dict[str, Tuple[str, ...]] = {
+    "course": ("id", "instructor", "students", "students_file", "admins"),
+    "hub": ("public_url", "listen", "subdomains", "tls_cert", "tls_key", "data_dir",
+            "api_port", "proxy_api_port", "student_subnets"),
+    "servers": ("image", "cpu_limit", "mem_limit", "pids_limit", "idle_timeout_s",
+                "cull_every_s", "spawn_timeout_s", "internet", "copy_notebooks"),
+    "auth": ("kind", "config"),
+}
+#: bounds that hold whatever the machine: cores, memory, processes, waits
+MIN_CPUS, MAX_CPUS = 0.1, 64.0
+MIN_MEMORY_BYTES = 256 << 20
+MIN_PIDS, MAX_PIDS = 64, 1 << 22  # the kernel's PID_MAX_LIMIT
+MAX_WAIT_S = 30 * 24 * 3600
 _NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
 _COURSE = re.compile(r"[a-z0-9][a-z0-9-]{0,23}")
-_MEMORY = re.compile(r"[1-9][0-9]*[MG]")
-
-
-class SettingsError(ValueError):
-    """A setting that is missing, of the wrong type or out of range (one line)."""
+_IMAGE = re.compile(r"(?=.{1,255}$)[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?"
+                    r"(@sha256:[0-9a-f]{64})?")
+_TRAIT = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 
 
 @dataclass(frozen=True)
@@ -76,6 +104,7 @@ class CourseSettings:
     copy_notebooks: bool
     auth_kind: str
     auth_config: Dict[str, Any] = field(default_factory=dict)
+    settings_dir: Path = Path("/")
 
     @property
     def users(self) -> Tuple[str, ...]:
@@ -88,16 +117,39 @@ class CourseSettings:
         return AUTHENTICATORS[self.auth_kind]
 
 
-def _table(data: Dict[str, Any], key: str) -> Dict[str, Any]:
-    value = data.get(key, {})
-    if not isinstance(value, dict):
-        raise SettingsError(f"[{key}] must be a table")
-    return value
+def closest_key(section: str, key: str) -> str:
+    """The known key a user most likely meant by ``section.key`` (``""``: none near):
+    the same key in another section, else a close one of the section, else of any."""
+    every = [f"{name}.{known}" for name, keys in KEYS.items() for known in keys]
+    for candidates in ([n for n in every if n.split(".")[1] == key],
+                       [f"{section}.{k}" for k in difflib.get_close_matches(
+                           key, KEYS.get(section, ()), n=1)],
+                       difflib.get_close_matches(f"{section}.{key}", every, n=1)):
+        if candidates:
+            return candidates[0]
+    return ""
+
+
+def _known(data: Dict[str, Any]) -> None:
+    """Every section and key is one of :data:`KEYS`; else the closest known one named."""
+    for section, table in data.items():
+        if section not in KEYS:
+            close = difflib.get_close_matches(str(section), list(KEYS), n=1)
+            hint = f" (did you mean [{close[0]}]?)" if close else ""
+            raise SettingsError(f"unknown section {section!r:.40}{hint}; "
+                                f"the sections are {', '.join(KEYS)}")
+        if not isinstance(table, dict):
+            raise SettingsError(f"[{section}] must be a table")
+        for key in table:
+            if key not in KEYS[section]:
+                name = closest_key(section, str(key))
+                hint = f" (did you mean {name}?)" if name else ""
+                raise SettingsError(f"unknown key {section}.{key!r:.40}{hint}")
 
 
 def _get(table: Dict[str, Any], where: str, key: str, kind: type, default: Any = None) -> Any:
     """``table[key]`` of type ``kind`` (an int is a float too), or ``default`` when absent;
-    absent without a default is an error."""
+    absent without a default is an error. A string is one line of printable characters."""
     if key not in table:
         if default is None:
             raise SettingsError(f"{where}.{key} is missing")
@@ -106,7 +158,9 @@ def _get(table: Dict[str, Any], where: str, key: str, kind: type, default: Any =
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise SettingsError(f"{where}.{key} must be a {kind.__name__}, not {value!r}")
+        raise SettingsError(f"{where}.{key} must be a {kind.__name__}, not {value!r:.60}")
+    if kind is str and (len(value) > 4096 or any(ord(c) < 32 or ord(c) == 127 for c in value)):
+        raise SettingsError(f"{where}.{key} must be one line of printable characters")
     return value
 
 
@@ -116,123 +170,168 @@ def _names(table: Dict[str, Any], where: str, key: str) -> Tuple[str, ...]:
         raise SettingsError(f"{where}.{key} must be a list of user names")
     for name in value:
         if not _NAME.fullmatch(name):
-            raise SettingsError(f"{where}.{key}: {name!r} is not a user name "
+            raise SettingsError(f"{where}.{key}: {name!r:.80} is not a user name "
                                 "(lower-case letters, digits, . _ -; at most 63)")
     return tuple(value)
+
+
+def _path(table: Dict[str, Any], where: str, key: str, base: Path, default: str = "") -> str:
+    """The path ``table[key]`` relative to ``base`` (the settings file's folder), ``..``
+    resolved; ``""`` when absent and no default."""
+    text = _get(table, where, key, str, default)
+    if not text:
+        if key in table:
+            raise SettingsError(f"{where}.{key} is empty")
+        return ""
+    return os.path.normpath(base / text)
 
 
 def _students(course: Dict[str, Any], base: Path) -> Tuple[str, ...]:
     """``students`` and the names in ``students_file`` (one a line, # comments)."""
     names = list(_names(course, "course", "students"))
     if "students_file" in course:
-        path = base / _get(course, "course", "students_file", str)
-        try:
-            lines = path.read_text().splitlines()
-        except OSError as err:
-            raise SettingsError(f"course.students_file: cannot read {path}: "
-                                f"{err.strerror}") from None
+        path = Path(_path(course, "course", "students_file", base))
+        lines = read_limited(path, "course.students_file").splitlines()
         extra = [line.split("#")[0].strip() for line in lines]
         names += _names({"students_file": [n for n in extra if n]}, "course", "students_file")
     return tuple(dict.fromkeys(names))
 
 
-def _listen(text: str) -> Tuple[str, int]:
-    ip, sep, port = text.rpartition(":")
-    try:
-        ipaddress.ip_address(ip)
-        number = int(port)
-    except ValueError:
-        raise SettingsError(f"hub.listen {text!r} is not ADDRESS:PORT") from None
-    if not sep or not 0 < number < 65536:
-        raise SettingsError(f"hub.listen {text!r} is not ADDRESS:PORT")
-    return ip, number
-
-
 def _port(table: Dict[str, Any], key: str, default: int) -> int:
     value = _get(table, "hub", key, int, default)
     if not 0 < value < 65536:
-        raise SettingsError(f"hub.{key} {value} is not a port")
+        raise SettingsError(f"hub.{key} {value} is not a port (1-65535)")
     return int(value)
 
 
-def _hub(hub: Dict[str, Any], base: Path) -> Dict[str, Any]:
-    public_url = _get(hub, "hub", "public_url", str).rstrip("/")
-    parts = urlsplit(public_url)
-    if parts.scheme not in ("http", "https") or not parts.hostname or parts.path:
-        raise SettingsError(f"hub.public_url {public_url!r} is not like https://lab.example.edu")
-    cert = _get(hub, "hub", "tls_cert", str, "")
-    key = _get(hub, "hub", "tls_key", str, "")
-    if parts.scheme == "https" and not (cert and key):
+def _subnets(text: str, machine: Machine, course_id: str,
+             users: int) -> ipaddress.IPv4Network:
+    """``hub.student_subnets`` checked (:func:`check_subnets`; the course's own bridges
+    are not the host's), with a /28 for each of ``users``."""
+    subnets = check_subnets(text, machine.networks, course_tag(course_id) + "-")
+    room = min(MAX_USERS, 2 ** (SUBNET_PREFIX - subnets.prefixlen) - 1)
+    if users > room:
+        raise SettingsError(f"the course has {users} users; at most {room} have a server "
+                            f"(hub.student_subnets {subnets}, {MAX_USERS} at most)")
+    return subnets
+
+
+def _hub(hub: Dict[str, Any], base: Path, course_id: str, users: int,
+         machine: Machine) -> Dict[str, Any]:
+    url = public_url(_get(hub, "hub", "public_url", str))
+    cert, key = (_path(hub, "hub", name, base) for name in ("tls_cert", "tls_key"))
+    if bool(cert) != bool(key):
+        raise SettingsError("hub.tls_cert and hub.tls_key go together")
+    if url.startswith("https:") != bool(cert):
         raise SettingsError("hub.public_url is https: hub.tls_cert and hub.tls_key are needed "
-                            "(or put a TLS proxy in front and use http on loopback)")
-    ip, port = _listen(_get(hub, "hub", "listen", str, "0.0.0.0:443"))
-    try:
-        subnets = ipaddress.ip_network(_get(hub, "hub", "student_subnets", str, "10.213.0.0/16"))
-    except ValueError as err:
-        raise SettingsError(f"hub.student_subnets: {err}") from None
-    if not isinstance(subnets, ipaddress.IPv4Network) or subnets.prefixlen > 20:
-        raise SettingsError("hub.student_subnets must be an IPv4 range of /20 or more")
+                            "(or put a TLS proxy in front and use http on loopback)"
+                            if cert == "" else "hub.tls_cert is set: hub.public_url must be "
+                            "https")
+    ip, port = listen_address(_get(hub, "hub", "listen", str, "0.0.0.0:443"))
+    ports = {"listen": port, "api_port": _port(hub, "api_port", 8081),
+             "proxy_api_port": _port(hub, "proxy_api_port", 8001)}
+    if len(set(ports.values())) < len(ports):
+        raise SettingsError("hub.listen's port, hub.api_port and hub.proxy_api_port must "
+                            f"differ, not {', '.join(map(str, ports.values()))}")
+    data_dir = Path(_path(hub, "hub", "data_dir", base)).resolve()
+    reason = unsafe(data_dir, base)
+    if reason:
+        raise SettingsError(f"hub.data_dir: {reason}")
     return {
-        "public_url": public_url, "listen_ip": ip, "listen_port": port,
-        "subdomains": _get(hub, "hub", "subdomains", bool, True),
-        "tls_cert": str(base / cert) if cert else "", "tls_key": str(base / key) if key else "",
-        "api_port": _port(hub, "api_port", 8081),
-        "proxy_api_port": _port(hub, "proxy_api_port", 8001),
-        "data_dir": base / _get(hub, "hub", "data_dir", str),
-        "subnets": subnets,
+        "public_url": url, "listen_ip": ip, "listen_port": port,
+        "subdomains": _get(hub, "hub", "subdomains", bool, True), "tls_cert": cert,
+        "tls_key": key, "api_port": ports["api_port"],
+        "proxy_api_port": ports["proxy_api_port"], "data_dir": data_dir,
+        "subnets": _subnets(_get(hub, "hub", "student_subnets", str, "10.213.0.0/16"),
+                            machine, course_id, users),
     }
 
 
-def _servers(servers: Dict[str, Any]) -> Dict[str, Any]:
+def _servers(servers: Dict[str, Any], machine: Machine) -> Dict[str, Any]:
     mem = _get(servers, "servers", "mem_limit", str, "2G")
-    if not _MEMORY.fullmatch(mem):
-        raise SettingsError(f"servers.mem_limit {mem!r} is not like 2G or 1536M")
+    most = machine.memory_bytes or 1 << 50
+    if not MIN_MEMORY_BYTES <= memory_bytes(mem) <= most:
+        raise SettingsError(f"servers.mem_limit {mem} is not within {MIN_MEMORY_BYTES >> 20}M"
+                            f"-{most >> 20}M (this machine's memory)")
     cpu = _get(servers, "servers", "cpu_limit", float, 1.0)
-    if not 0.1 <= cpu <= 64:
-        raise SettingsError(f"servers.cpu_limit {cpu} is not within 0.1-64 cores")
+    cores = min(MAX_CPUS, float(machine.cpus or MAX_CPUS))
+    if not MIN_CPUS <= cpu <= cores:
+        raise SettingsError(f"servers.cpu_limit {cpu} is not within {MIN_CPUS:g}-{cores:g} "
+                            "cores (this machine's)")
     numbers = {key: _get(servers, "servers", key, int, default) for key, default in (
         ("pids_limit", 1024), ("idle_timeout_s", 3600), ("cull_every_s", 600),
         ("spawn_timeout_s", 300))}
+    pids = min(MAX_PIDS, machine.pid_max or MAX_PIDS)
+    if not MIN_PIDS <= numbers["pids_limit"] <= pids:
+        raise SettingsError(f"servers.pids_limit {numbers['pids_limit']} is not within "
+                            f"{MIN_PIDS}-{pids} (this machine's pid_max)")
     for key, value in numbers.items():
-        if value < 1:
-            raise SettingsError(f"servers.{key} must be at least 1")
-    return {"image": _get(servers, "servers", "image", str, "labtools-lab:latest"),
-            "cpu_limit": cpu, "mem_limit": mem, **numbers,
+        if key != "pids_limit" and not 1 <= value <= MAX_WAIT_S:
+            raise SettingsError(f"servers.{key} {value} is not within 1-{MAX_WAIT_S} s")
+    image = _get(servers, "servers", "image", str, "labtools-lab:latest")
+    if not _IMAGE.fullmatch(image):
+        raise SettingsError(f"servers.image {image!r:.80} is not an image name like "
+                            "labtools-lab:latest")
+    return {"image": image, "cpu_limit": cpu, "mem_limit": mem, **numbers,
             "internet": _get(servers, "servers", "internet", bool, False),
             "copy_notebooks": _get(servers, "servers", "copy_notebooks", bool, True)}
 
 
-def parse(data: Dict[str, Any], base: Path) -> CourseSettings:
-    """Settings from the parsed TOML ``data``; relative paths are relative to ``base``."""
-    course, auth = _table(data, "course"), _table(data, "auth")
-    unknown = sorted(set(data) - {"course", "hub", "servers", "auth"})
-    if unknown:
-        raise SettingsError(f"unknown section(s) {', '.join(unknown)}")
+def _auth(auth: Dict[str, Any], starting: bool) -> Tuple[str, Dict[str, Any]]:
+    kind = _get(auth, "auth", "kind", str, "native")
+    if kind not in AUTHENTICATORS:
+        raise SettingsError(f"auth.kind {kind!r:.40}: one of {', '.join(AUTHENTICATORS)}")
+    if starting and kind == "dummy" and os.environ.get(TESTING_VARIABLE) != "1":
+        raise SettingsError("auth.kind = 'dummy' lets anyone in with one password: for the "
+                            f"kit's tests only ({TESTING_VARIABLE}=1)")
+    config = auth.get("config", {})
+    if not isinstance(config, dict):
+        raise SettingsError("[auth.config] must be a table")
+    for name in config:
+        if not _TRAIT.fullmatch(name):
+            raise SettingsError(f"auth.config.{name!r:.40} is not a setting's name")
+    return kind, dict(config)
+
+
+def parse(data: Dict[str, Any], base: Path, machine: Optional[Machine] = None, *,
+          starting: bool = True) -> CourseSettings:
+    """Settings from the parsed TOML ``data``; relative paths are relative to ``base``.
+    Checked against ``machine`` (default: this one) when ``starting``; ``starting=False``
+    (for ``purge``) checks neither the machine nor the authenticator's use."""
+    if not isinstance(data, dict):
+        raise SettingsError("the settings must be a table")
+    _known(data)
+    tables = {name: data.get(name, {}) for name in KEYS}
+    machine = machine or (this_machine() if starting else Machine(None, None, None))
+    course = tables["course"]
     course_id = _get(course, "course", "id", str)
     if not _COURSE.fullmatch(course_id):
-        raise SettingsError(f"course.id {course_id!r}: lower-case letters, digits and -, "
+        raise SettingsError(f"course.id {course_id!r:.40}: lower-case letters, digits and -, "
                             "at most 24")
     instructor = _get(course, "course", "instructor", str)
     _names({"instructor": [instructor]}, "course", "instructor")
-    kind = _get(auth, "auth", "kind", str, "native")
-    if kind not in AUTHENTICATORS:
-        raise SettingsError(f"auth.kind {kind!r}: one of {', '.join(AUTHENTICATORS)}")
-    config = _table(auth, "config") if "config" in auth else {}
+    students, admins = _students(course, base), _names(course, "course", "admins")
+    users = len({instructor, *students, *admins})
+    kind, config = _auth(tables["auth"], starting)
     return CourseSettings(
-        course_id=course_id, instructor=instructor, students=_students(course, base),
-        admins=_names(course, "course", "admins"), **_hub(_table(data, "hub"), base),
-        **_servers(_table(data, "servers")), auth_kind=kind, auth_config=dict(config))
+        course_id=course_id, instructor=instructor, students=students, admins=admins,
+        **_hub(tables["hub"], base, course_id, users, machine),
+        **_servers(tables["servers"], machine), auth_kind=kind, auth_config=config,
+        settings_dir=base)
 
 
-def load(path: Path) -> CourseSettings:
-    """The settings in TOML file ``path``."""
+def load(path: Path, machine: Optional[Machine] = None, *,
+         starting: bool = True) -> CourseSettings:
+    """The settings in TOML file ``path`` (UTF-8, at most :data:`MAX_FILE_BYTES`); see
+    :func:`parse`."""
+    text = read_limited(path, "settings")
     try:
-        data = tomllib.loads(path.read_text())
-    except OSError as err:
-        raise SettingsError(f"cannot read {path}: {err.strerror}") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
-        raise SettingsError(f"{path} is not TOML: {err}") from None
-    return parse(data, path.resolve().parent)
+        raise SettingsError(f"{str(path)!r} is not TOML: {err}") from None
+    except RecursionError:
+        raise SettingsError(f"{str(path)!r} is nested too deeply") from None
+    return parse(data, path.resolve().parent, machine, starting=starting)
 
 
 def server_number(numbers: Dict[str, int], user: str) -> Tuple[int, Dict[str, int]]:
