@@ -16,7 +16,7 @@
 # the .meta names. Traffic stays inside the namespaces; everything is removed on exit.
 #
 #   bash scripts/capture_fixtures.sh            # all tools
-#   bash scripts/capture_fixtures.sh ping       # only one of: ping iperf3 iperf3-text iperf3-bidir iperf2 iperf2-rate iperf3-streams iperf3-killed-in-omit ss
+#   bash scripts/capture_fixtures.sh ping       # only one of: ping iperf3 iperf3-text iperf3-bidir iperf3-forms iperf2 iperf2-rate iperf3-streams iperf3-killed-in-omit ss
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -362,6 +362,55 @@ capture_iperf3_bidir() {
     meta "$d" tcp_bidir iperf3 "$v" "server: iperf3 -s -1 -p $port -J; client: iperf3 -c $SRV_IP -p $port -J -t 3 -i 1 --bidir --get-server-output"
 }
 
+# iperf3 -J in the forms a student's saved output takes, each on the client namespace's
+# own loopback (127.0.0.1, no shaping): a warning line before the JSON (-f with -J), the
+# JSON as a terminal shows it (bash's bracketed-paste escape and prompt around it, CRLF
+# line ends: `script` records an interactive shell), --logfile's file, UDP loss, -R -P 2.
+# iperf3 3.12 has no --json-stream (3.17 added it): `iperf3 --json-stream` is refused.
+capture_iperf3_forms() {
+    local d=$out/iperf3 v port=5371 name; mkdir -p "$d"
+    v=$(iperf3 --version 2>&1 | head -1 || true)
+    lo_meta() {  # lo_meta NAME COMMAND [NOTE]
+        {
+            echo "tool: iperf3"
+            echo "version: $v"
+            echo "command: $2"
+            echo "network: the cli namespace's loopback 127.0.0.1 (no shaping)"
+            echo "made: ${3:-real capture, stdout and stderr of the command, unedited}"
+            echo "captured: $(date -u +%Y-%m-%dT%H:%M:%SZ) by scripts/capture_fixtures.sh"
+        } > "$d/$1.meta"
+    }
+    lo_run() {  # lo_run NAME CLIENT_ARGS...: server iperf3 -s -1 on 127.0.0.1 in cli
+        name=$1; shift; port=$((port + 1))
+        bg_start "$CLI" /dev/null iperf3 -s -1 -B 127.0.0.1 -p $port; srv_pid=$bg_pid; sleep 0.5
+        in_cli timeout 30 iperf3 -c 127.0.0.1 -p $port "$@" > "$d/$name.json" 2>&1 || true
+        stop_server
+        lo_meta "$name" "server: iperf3 -s -1 -B 127.0.0.1 -p $port; client: iperf3 -c 127.0.0.1 -p $port $*"
+    }
+    lo_run lo_warning_before -J -t 2 -f m
+    lo_run lo_udp_loss -J -u -b 3G -l 1400 -t 2
+    lo_run lo_reverse_p2 -J -R -P 2 -t 2
+
+    port=$((port + 1))
+    bg_start "$CLI" /dev/null iperf3 -s -1 -B 127.0.0.1 -p $port; srv_pid=$bg_pid; sleep 0.5
+    rm -f "$d/lo_logfile.json"
+    in_cli timeout 30 iperf3 -c 127.0.0.1 -p $port -J -t 2 --logfile "$d/lo_logfile.json" > /dev/null 2>&1 || true
+    stop_server
+    lo_meta lo_logfile "server: iperf3 -s -1 -B 127.0.0.1 -p $port; client: iperf3 -c 127.0.0.1 -p $port -J -t 2 --logfile lo_logfile.json" \
+        "real capture: the file iperf3 wrote with --logfile, unedited"
+
+    port=$((port + 1))
+    bg_start "$CLI" /dev/null iperf3 -s -1 -B 127.0.0.1 -p $port; srv_pid=$bg_pid; sleep 0.5
+    printf 'iperf3 -c 127.0.0.1 -p %s -J -t 2\nexit\n' $port \
+        | in_cli timeout 30 script -q -c "bash --norc -i" /dev/null > "$d/lo_terminal.json" 2>&1 || true
+    stop_server
+    lo_meta lo_terminal "printf 'iperf3 -c 127.0.0.1 -p $port -J -t 2\\nexit\\n' | script -q -c 'bash --norc -i' /dev/null (server: iperf3 -s -1 -B 127.0.0.1 -p $port)" \
+        "real capture: what the terminal showed (util-linux script recording an interactive bash: typed lines, prompts, bracketed-paste escapes, CRLF line ends), unedited"
+
+    in_cli iperf3 -c 127.0.0.1 -p $port --json-stream -t 1 > "$d/lo_no_json_stream.txt" 2>&1 || true
+    lo_meta lo_no_json_stream "iperf3 -c 127.0.0.1 -p $port --json-stream -t 1 (3.12 has no --json-stream)"
+}
+
 # -------------------------------------------------------------------------- iperf2 ---
 capture_iperf2() {
     local d=$out/iperf2 v port=5411; mkdir -p "$d"
@@ -387,6 +436,7 @@ capture_iperf2() {
     in_cli iperf -c $SRV_IP -p $port -t 2 > "$d/no_server.txt" 2>&1 || true
     meta "$d" no_server iperf "$v" "iperf -c $SRV_IP -p $port -t 2 (no server listening)"
     capture_iperf2_rate
+    capture_iperf2_forms
 }
 
 # iperf 2 reads -b's K/M/G as powers of 2 (udp_interval: -b 10M gives an IPG of 1121.52 us
@@ -403,6 +453,74 @@ capture_iperf2_rate() {
     meta "$d" udp_bps iperf "$v" "iperf -c $SRV_IP -p $port -u -b 10000000 -l 1470 -t 3 -i 1 (server: iperf -s -p $port -u -i 1)"
     meta "$d" udp_bps.server iperf "$v" "iperf -s -p $port -u -i 1 (client: iperf -c $SRV_IP -p $port -u -b 10000000 -l 1470 -t 3 -i 1)" \
         "real capture of the server's stdout+stderr; server killed with SIGKILL 1 s after the client ended"
+}
+
+# iperf 2 forms a student's output may have, on loopback (127.0.0.1) inside the client's
+# namespace: UDP -P 2 and -P 3 (a Server Report per stream), CSV (-y C), --dualtest and
+# --tradeoff (-L: the client's own listening port, as on one host the server's port is
+# taken), a UDP run where nothing arrives for 2 s (the server's interval prints 0/0 (-nan%))
+# and one where no data datagram arrives at all (iperf 2.1.8's server then prints no report:
+# its first datagram opens the flow). The drops: tc u32 on lo -> an HTB class with pfifo 0.
+capture_iperf2_forms() {
+    local d=$out/iperf2 v port=5440 lo="loopback 127.0.0.1 inside namespace $CLI (no shaping)"
+    mkdir -p "$d"
+    v=$(iperf -v 2>&1 | head -1 || true)
+    lmeta() {  # lmeta NAME COMMAND [NOTE]
+        meta "$d" "$1" iperf "$v" "$2" "${3:-}"
+        sed -i "s|^network: .*|network: $lo|" "$d/$1.meta"
+    }
+    run2l() {  # run2l NAME SERVER_ARGS CLIENT_ARGS...: client and server text, on loopback
+        local name=$1 sargs=$2; shift 2
+        port=$((port + 2))
+        bg_start "$CLI" "$d/$name.server.txt" iperf -s -p $port $sargs
+        srv_pid=$bg_pid; sleep 0.5
+        in_cli timeout 30 iperf -c 127.0.0.1 -p $port "$@" > "$d/$name.txt" 2>&1 || true
+        sleep 1; stop_server
+        lmeta "$name" "iperf -c 127.0.0.1 -p $port $* (server: iperf -s -p $port $sargs)"
+        lmeta "$name.server" "iperf -s -p $port $sargs (client: iperf -c 127.0.0.1 -p $port $*)" \
+            "real capture of the server's stdout+stderr; server killed with SIGKILL 1 s after the client ended"
+    }
+    run2l udp_p2 "-u" -u -b 10M -t 2 -P 2
+    run2l udp_p3 "-u" -u -b 10M -t 2 -P 3
+    run2l udp_p2_interval "-u -i 1" -u -b 10M -t 2 -i 1 -P 2
+    run2l csv_tcp "-y C" -t 2 -y C
+    run2l csv_udp "-u -y C" -u -b 5M -t 2 -y C
+    run2l csv_udp_p2_interval "-u -y C -i 1" -u -b 5M -t 2 -i 1 -P 2 -y C
+    run2l tcp_dualtest "" -t 2 -d -L $((port + 3))
+    run2l tcp_tradeoff "" -t 2 -r -L $((port + 3))
+    run2l udp_dualtest "-u" -u -b 5M -t 2 -d -L $((port + 3))
+
+    tc -n "$CLI" qdisc add dev lo root handle 1: htb default 10 2>/dev/null
+    tc -n "$CLI" class add dev lo parent 1: classid 1:10 htb rate 10gbit 2>/dev/null
+    tc -n "$CLI" class add dev lo parent 1: classid 1:20 htb rate 10gbit 2>/dev/null
+    tc -n "$CLI" qdisc add dev lo parent 1:20 handle 20: pfifo limit 0
+    local drop_udp="tc -n $CLI filter add dev lo parent 1: protocol ip prio 1 u32 match ip protocol 17 0xff"
+    # nothing arrives from 0.7 s to 2.9 s after the client starts
+    port=$((port + 2))
+    bg_start "$CLI" "$d/udp_gap.server.txt" iperf -s -p $port -u -i 1
+    srv_pid=$bg_pid; sleep 0.5
+    bg_start "$CLI" "$d/udp_gap.txt" timeout 30 iperf -c 127.0.0.1 -p $port -u -b 1M -t 4 -i 1
+    sleep 0.7; $drop_udp flowid 1:20; sleep 2.2; tc -n "$CLI" filter del dev lo parent 1: prio 1
+    while kill -0 "$bg_pid" 2>/dev/null; do sleep 0.1; done
+    sleep 1; stop_server
+    local gap="real capture; every UDP datagram on lo dropped (tc u32 match ip protocol 17 -> pfifo limit 0) from 0.7 s to 2.9 s after the client started"
+    lmeta udp_gap "iperf -c 127.0.0.1 -p $port -u -b 1M -t 4 -i 1 (server: iperf -s -p $port -u -i 1)" "$gap"
+    lmeta udp_gap.server "iperf -s -p $port -u -i 1 (client: iperf -c 127.0.0.1 -p $port -u -b 1M -t 4 -i 1)" \
+        "$gap; server killed with SIGKILL 1 s after the client ended"
+    # no data datagram arrives (sequence number >= 0, the first 4 bytes of the payload);
+    # only the client's final datagrams (negative sequence numbers) pass
+    port=$((port + 2))
+    $drop_udp match u32 0 0x80000000 at 28 flowid 1:20
+    bg_start "$CLI" "$d/udp_nothing_arrives.server.txt" iperf -s -p $port -u
+    srv_pid=$bg_pid; sleep 0.5
+    in_cli timeout 40 iperf -c 127.0.0.1 -p $port -u -b 1M -t 2 > "$d/udp_nothing_arrives.txt" 2>&1 || true
+    sleep 1; stop_server
+    tc -n "$CLI" filter del dev lo parent 1: prio 1
+    local none="real capture; every UDP datagram on lo with a sequence number >= 0 dropped (tc u32 match ip protocol 17, match u32 0 0x80000000 at 28 -> pfifo limit 0)"
+    lmeta udp_nothing_arrives "iperf -c 127.0.0.1 -p $port -u -b 1M -t 2 (server: iperf -s -p $port -u)" "$none"
+    lmeta udp_nothing_arrives.server "iperf -s -p $port -u (client: iperf -c 127.0.0.1 -p $port -u -b 1M -t 2)" \
+        "$none; server killed with SIGKILL 1 s after the client ended"
+    tc -n "$CLI" qdisc del dev lo root
 }
 
 # a server killed while the client still omits its warm-up (-O): iperf3 3.12 reports the
@@ -448,16 +566,18 @@ capture_ss() {
 
 build_net
 case $only in
-    all) capture_ping; capture_iperf3; capture_iperf3_text; capture_iperf3_bidir; capture_iperf2; capture_iperf3_streams; capture_iperf3_killed_in_omit; capture_ss ;;
+    all) capture_ping; capture_iperf3; capture_iperf3_text; capture_iperf3_bidir; capture_iperf3_forms; capture_iperf2; capture_iperf3_streams; capture_iperf3_killed_in_omit; capture_ss ;;
     ping) capture_ping ;;
-    iperf3) capture_iperf3; capture_iperf3_text; capture_iperf3_bidir ;;
+    iperf3) capture_iperf3; capture_iperf3_text; capture_iperf3_bidir; capture_iperf3_forms ;;
     iperf3-text) capture_iperf3_text ;;
     iperf3-bidir) capture_iperf3_bidir ;;
+    iperf3-forms) capture_iperf3_forms ;;
     iperf2) capture_iperf2 ;;
     iperf2-rate) capture_iperf2_rate ;;
+    iperf2-forms) capture_iperf2_forms ;;
     iperf3-streams) capture_iperf3_streams ;;
     iperf3-killed-in-omit) capture_iperf3_killed_in_omit ;;
     ss) capture_ss ;;
-    *) echo "capture_fixtures: unknown part $only (ping, iperf3, iperf3-text, iperf3-bidir, iperf2, iperf2-rate, iperf3-streams, iperf3-killed-in-omit, ss)" >&2; exit 2 ;;
+    *) echo "capture_fixtures: unknown part $only (ping, iperf3, iperf3-text, iperf3-bidir, iperf3-forms, iperf2, iperf2-rate, iperf3-streams, iperf3-killed-in-omit, ss)" >&2; exit 2 ;;
 esac
 echo "capture_fixtures: wrote $out/{ping,iperf3,iperf2}"

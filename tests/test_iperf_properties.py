@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from labtools.errors import LabtoolsError
-from labtools.tools.parsers import iperf2, iperf3
+from labtools.tools.parsers import iperf2, iperf3, ss
 from labtools.tools.parsers.base import Parsed
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -83,6 +83,8 @@ def outcome(parse: Callable[[str], Parsed], text: str) -> None:
         assert "\n" not in str(err), str(err)
         return
     check_sane(parsed)
+    if parsed.tool == "iperf3":
+        check_iperf3_ranges(parsed)
 
 
 # --- random text ---------------------------------------------------------------------
@@ -197,3 +199,109 @@ def test_every_capture_is_sane():
         outcome(iperf3.parse, text)
     for text in IPERF2.values():
         outcome(iperf2.parse, text)
+
+
+# --- iperf3's ranges: real documents with numbers mutated -------------------------------
+#: how far iperf3's parser lets an interval start before the previous one ended
+SLACK_S = iperf3.CLOCK_SLACK_S
+RANGES = settings(max_examples=200, deadline=None,
+                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def check_iperf3_ranges(parsed: Parsed) -> None:
+    """What iperf3's parser returns is within range: its totals' loss a count and a
+    percentage of 0 to 100 (only an interval's loss may be negative), no more datagrams
+    lost than counted, and the intervals of each stream in order (an omitted interval
+    aside: iperf3 restarts its clock when -O ends)."""
+    s = parsed.summary
+    if s["lost_pct"] is not None:
+        assert 0 <= s["lost_pct"] <= 100, s
+    if s["lost_packets"] is not None:
+        assert 0 <= s["lost_packets"] and (s["packets"] is None
+                                           or s["lost_packets"] <= s["packets"]), s
+    last: Dict[tuple, dict] = {}
+    for row in parsed.rows.records:
+        lost, packets = row["lost"], row["packets"]
+        if None not in (lost, packets) and not (math.isnan(lost) or math.isnan(packets)):
+            assert lost <= packets, row
+        key = (row["source"], row["stream"], row["direction"])
+        before = last.get(key)
+        if before is not None and not before["omitted"] and not row["omitted"]:
+            assert row["start_s"] >= before["end_s"] - SLACK_S, (before, row)
+        last[key] = row
+
+
+def numeric_paths(value: Any, prefix: tuple = ()) -> List[tuple]:
+    """Every path to a number in a JSON document (the first 4 items of each list)."""
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in numeric_paths(v, prefix + (k,))]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value[:4]) for p in numeric_paths(v, prefix + (i,))]
+    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return [prefix] if is_number else []
+
+
+NUMERIC = {name: found for name, found in
+           ((name, numeric_paths(document)) for name, document in DOCS.items()) if found}
+#: numbers iperf3 never writes where they go, and some it does (times for reordering)
+MUTANT_NUMBERS = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True), st.integers(-(10**20), 10**20),
+    st.floats(0, 10), st.integers(0, 1000), st.sampled_from([0, -1, 100, 100.5, 250]),
+)
+
+
+@RANGES
+@given(st.sampled_from(sorted(NUMERIC)), st.data())
+def test_iperf3_capture_with_numbers_mutated(name, data):
+    document = DOCS[name]
+    changes = data.draw(st.lists(st.tuples(st.sampled_from(NUMERIC[name]), MUTANT_NUMBERS),
+                                 min_size=1, max_size=4))
+    for path, value in changes:
+        document = replaced(document, path, value)
+    outcome(iperf3.parse, json.dumps(document, indent="\t"))
+
+
+@RANGES
+@given(st.sampled_from(sorted(DOCS)), st.randoms(use_true_random=False))
+def test_iperf3_capture_with_intervals_reordered(name, rnd):
+    document = json.loads(json.dumps(DOCS[name]))
+    intervals = document.get("intervals") or []
+    rnd.shuffle(intervals)
+    if intervals and rnd.random() < 0.5:  # or one interval repeated later on
+        intervals.append(json.loads(json.dumps(rnd.choice(intervals))))
+    outcome(iperf3.parse, json.dumps(document, indent="\t"))
+
+
+# --- ss: real captures with a number replaced --------------------------------------------
+SS = [p.read_text() for p in sorted((FIXTURES / "ss").glob("*.txt"))]
+SS_NUMBER = re.compile(r"(?<=[:( /])-?\d+(?:\.\d+)?(?=[%/ a-z)]|$)", re.MULTILINE)
+SS_NUMBERS = st.one_of(ODD_NUMBERS, st.integers(-5, 10**20).map(str),
+                       st.floats(-10, 1000, allow_nan=False).map(lambda x: f"{x:.1f}"))
+
+
+def check_ss(text: str) -> None:
+    """Parse ``text`` as ss: a ParseError, or every number within its range."""
+    try:
+        parsed = ss.parse(text)
+    except LabtoolsError as err:
+        assert "\n" not in str(err), str(err)
+        return
+    json.dumps(parsed.summary, allow_nan=False)
+    for row in parsed.rows.records:
+        for column, value in row.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                assert math.isfinite(value) and value >= 0, (column, row)
+        shares = [row[c] or 0 for c in ("rwnd_limited_pct", "sndbuf_limited_pct")]
+        assert all(0 <= x <= 100 for x in shares) and sum(shares) <= 100.1, row
+        for column in ("cwnd", "mss_bytes", "unacked", "rtt_ms", "min_rtt_ms"):
+            assert row[column] is None or row[column] > 0, (column, row)
+    parsed.rows.json_rows()
+
+
+@RANGES
+@given(st.sampled_from(range(len(SS))), st.integers(0, 10_000), SS_NUMBERS)
+def test_ss_capture_with_a_number_replaced(which, index, new):
+    text = SS[which]
+    spans = [m.span() for m in SS_NUMBER.finditer(text)]
+    start, end = spans[index % len(spans)]
+    check_ss(text[:start] + new + text[end:])

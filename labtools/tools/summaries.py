@@ -90,6 +90,10 @@ class UdpSummary:
     total: Optional[int]
     loss_pct: Optional[float]
     error: Optional[str] = None
+    #: iperf 2 -d/-r: the server-to-client direction (Mbit/s; loss in %)
+    reverse_receiver_mbps: Optional[float] = None
+    reverse_sender_mbps: Optional[float] = None
+    reverse_loss_pct: Optional[float] = None
     kind: str = "udp"
 
     def as_dict(self) -> Dict[str, Any]:
@@ -263,7 +267,10 @@ def _udp(parsed: "Parsed") -> UdpSummary:
     return UdpSummary(
         sender_mbps=_num(s.get("sender_mbps")), receiver_mbps=_num(s.get("receiver_mbps")),
         jitter_ms=_num(s.get("jitter_ms")), lost=_int(lost), total=_int(total),
-        loss_pct=_num(s.get("lost_pct")), error=s.get("error"))
+        loss_pct=_num(s.get("lost_pct")), error=s.get("error"),
+        reverse_receiver_mbps=_num(s.get("reverse_receiver_mbps")),
+        reverse_sender_mbps=_num(s.get("reverse_sender_mbps")),
+        reverse_loss_pct=_num(s.get("reverse_lost_pct")))
 
 
 def is_udp(parsed: "Parsed") -> bool:

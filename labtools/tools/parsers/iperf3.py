@@ -50,13 +50,20 @@ Summary keys (rates in Mbit/s; None where the output has no such number):
   (int): identical repeated intervals removed (3.12 repeats the last one on errors).
 
 Every rate, time, size, jitter and datagram count in the table and the summary is a finite
-number >= 0 or missing (None in the summary, NaN in the table); only the loss figures
-(``lost``, ``lost_packets``, ``lost_pct``) may be negative, as iperf3 prints them.
+number >= 0 or missing (None in the summary, NaN in the table). Only an interval's loss
+(``lost``) may be negative, as iperf3 prints it: a datagram that arrives late comes off the
+loss of the interval it arrives in, while iperf3's running total never drops below 0; the
+totals ``lost_packets`` and ``lost_pct`` are >= 0, ``lost_pct`` at most 100, and no object
+counts more datagrams lost than it counts (``packets``). The intervals of each stream (and
+their sums) follow each other: one may not start before the previous one ended (beyond
+:data:`CLOCK_SLACK_S`), except the first after the ``-O`` period, where iperf3 restarts its
+clock.
 
 Real output breaks in known ways; the parser copes:
 
-- text around the JSON (``iperf3: error - ...`` after it): ignored; an ``iperf3: error``
-  line becomes ``error`` when the JSON has none;
+- text around the JSON (a warning line or a terminal's prompt and escapes before it, a
+  prompt or ``iperf3: error - ...`` after it: :mod:`labtools.tools.parsers.iperf3_json`):
+  ignored; an ``iperf3: error`` line becomes ``error`` when the JSON has none;
 - the JSON object printed twice: the LAST complete object is used;
 - ``nan`` / ``-nan`` / ``inf`` values (older iperf3) and ``null`` (3.12): become None/NaN;
 - an ``"error"`` field: if there are no results at all, it is the tool's error, not a
@@ -66,21 +73,36 @@ Real output breaks in known ways; the parser copes:
 
 Text without any complete iperf3 JSON object raises :class:`ParseError` (tool ``iperf3``),
 and so does an object with a value iperf3 never writes: text or true/false where a number
-goes, a negative or infinite rate, time or size, an interval that ends before it starts
-(unless the test ran with ``-O``: iperf3 restarts its clock when that period ends, and the
-interval it ended in starts at 0 on the new clock), a list where an object goes (the error
-names the field, e.g. ``end.sum_sent.bytes``).
+goes, a negative or infinite rate, time or size, a loss out of the range above, a rate
+above 0 over 0 seconds, an interval that starts before the previous one ended, an interval
+that ends before it starts (unless it follows an omitted one of a test run with ``-O``:
+iperf3 restarts its clock when that period ends, and the interval it ended in starts at 0
+on the new clock), a list where an object goes (the error names the field, e.g.
+``end.sum_sent.bytes``, ``intervals[3].sum.start``). Output without any JSON document
+still asks "was -J given?" (iperf3 3.12 has no ``--json-stream``; its one-object-a-line
+events are not read).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from labtools.errors import ParseError, ToolError
 from labtools.tools.parsers.base import Parsed
+from labtools.tools.parsers.iperf3_fields import CLOCK_SLACK_S as CLOCK_SLACK_S
+from labtools.tools.parsers.iperf3_fields import as_list as _list
+from labtools.tools.parsers.iperf3_fields import check_loss as _check_loss
+from labtools.tools.parsers.iperf3_fields import flag as _flag
+from labtools.tools.parsers.iperf3_fields import in_order as _in_order
+from labtools.tools.parsers.iperf3_fields import integer as _int
+from labtools.tools.parsers.iperf3_fields import mbps as _mbps
+from labtools.tools.parsers.iperf3_fields import num as _num
+from labtools.tools.parsers.iperf3_fields import obj as _obj
+from labtools.tools.parsers.iperf3_fields import required as _required
+from labtools.tools.parsers.iperf3_fields import text_field as _text
+from labtools.tools.parsers.iperf3_json import json_documents
 from labtools.tools.rows import Rows
 
 TOOL = "iperf3"
@@ -92,130 +114,13 @@ DTYPES = {"source": "object", "side": "object", "stream": "int64", "socket": "in
           "start_s": "float64", "end_s": "float64", "bytes": "int64", "rate_mbps": "float64",
           "retransmits": "float64", "packets": "float64", "lost": "float64",
           "jitter_ms": "float64", "omitted": "bool", "direction": "object"}
-#: fields that are counts of lost datagrams: iperf3 prints them negative for reordering
-SIGNED_FIELDS = ("lost_packets", "lost_percent")
-#: the largest integer an int64 column holds
-MAX_INT = 2**63 - 1
-
-_NAN = re.compile(r"([:\[,]\s*)[-+]?(?:nan|inf(?:inity)?)\b", re.IGNORECASE)
 _ERROR_LINE = re.compile(r"^iperf3: (?:error - )?(?P<msg>.+?)\s*$", re.MULTILINE)
 
 
-def _bad(where: str, value: Any, what: str) -> ParseError:
-    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
-    return ParseError(TOOL, f"{where} is {shown}: {what}")
-
-
-def _at(where: str, key: str) -> str:
-    """The path of a field, as the error names it: ``end.sum_sent.bytes``."""
-    return f"{where}.{key}" if where else key
-
-
-def _obj(value: Any, where: str) -> Dict[str, Any]:
-    """An object of the document ({} when absent or null)."""
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise _bad(where, value, "not an object")
-    return value
-
-
-def _list(value: Any, where: str) -> List[Any]:
-    """A list of the document ([] when absent or null)."""
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise _bad(where, value, "not a list")
-    return value
-
-
-def _num(section: Dict[str, Any], key: str, where: str) -> Optional[float]:
-    """``section[key]`` as a finite float, None when absent or null (iperf3's NaN).
-
-    Raises:
-        ParseError: not a number, infinite, or negative (except :data:`SIGNED_FIELDS`).
-    """
-    value = section.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _bad(_at(where, key), value, "not a number")
-    try:
-        number = float(value)
-    except OverflowError:
-        raise _bad(_at(where, key), value, "too large") from None
-    if not math.isfinite(number):
-        raise _bad(_at(where, key), value, "not a finite number")
-    if number < 0 and key not in SIGNED_FIELDS:
-        raise _bad(_at(where, key), value, "negative")
-    return number
-
-
-def _required(section: Dict[str, Any], key: str, where: str) -> float:
-    number = _num(section, key, where)
-    if number is None:
-        raise ParseError(TOOL, f"{where}.{key} is missing")
-    return number
-
-
-def _int(section: Dict[str, Any], key: str, where: str) -> Optional[int]:
-    """An integer field (a size, a count, a socket) that fits the table's int64 column."""
-    number = _num(section, key, where)
-    if number is not None and abs(number) > MAX_INT:
-        raise _bad(_at(where, key), section[key], "too large")
-    return None if number is None else int(number)
-
-
-def _flag(section: Dict[str, Any], key: str, where: str) -> Optional[bool]:
-    """A true/false field (iperf3 writes true/false, or 0/1 in ``test_start``)."""
-    value = section.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or (type(value) is int and value in (0, 1)):
-        return bool(value)
-    raise _bad(_at(where, key), value, "not true/false")
-
-
-def _text(section: Dict[str, Any], key: str, where: str) -> Optional[str]:
-    value = section.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise _bad(_at(where, key), value, "not a text")
-    return value
-
-
-def _mbps(section: Dict[str, Any], where: str) -> Optional[float]:
-    bps = _num(section, "bits_per_second", where)
-    return None if bps is None else bps / 1e6
-
-
-def _json_objects(text: str) -> Tuple[List[Dict[str, Any]], str]:
-    """Every complete top-level iperf3 JSON object in ``text`` (a '{' at a line start),
-    and why the last object that did not decode failed ("" if none failed)."""
-    cleaned = _NAN.sub(r"\1null", text)
-    decoder = json.JSONDecoder()
-    found: List[Dict[str, Any]] = []
-    problem = ""
-    pos = 0
-    for m in re.finditer(r"^\{", cleaned, re.MULTILINE):
-        if m.start() < pos:
-            continue
-        try:
-            obj, end = decoder.raw_decode(cleaned, m.start())
-        except ValueError as err:  # not JSON, cut short, or an integer of over 4300 digits
-            problem = err.msg if isinstance(err, json.JSONDecodeError) else str(err).split(":")[0]
-            continue
-        except RecursionError:
-            raise ParseError(TOOL, "JSON nested far deeper than iperf3 writes") from None
-        if isinstance(obj, dict) and ("start" in obj or "error" in obj):
-            found.append(obj)
-            pos = end
-    return found, problem
-
-
 def _row(source: str, side_default: str, idx: int, item: Any, where: str,
-         omits: bool = False) -> Dict[str, Any]:
+         after_omitted: bool = False) -> Dict[str, Any]:
+    """One table row; ``after_omitted``: the test ran with -O and the previous interval of
+    this stream was omitted, so iperf3's clock may have restarted inside this one."""
     item = _obj(item, where)
     sender = _flag(item, "sender", where)
     side = side_default if sender is None else ("sender" if sender else "receiver")
@@ -223,7 +128,7 @@ def _row(source: str, side_default: str, idx: int, item: Any, where: str,
     size = _int(item, "bytes", where)
     if size is None:
         raise ParseError(TOOL, f"{where}.bytes is missing")
-    if end < start and omits:
+    if end < start and after_omitted:
         # the -O period ended inside this interval: iperf3 zeroed its counters and restarted
         # its clock there, so the interval holds the bytes from 0 on the new clock to its
         # end (tests/fixtures/iperf3/tcp_omit_straddle.json)
@@ -231,6 +136,7 @@ def _row(source: str, side_default: str, idx: int, item: Any, where: str,
     if end < start:
         raise ParseError(TOOL, f"{where} ends ({end:g} s) before it starts ({start:g} s)")
     rate = _mbps(item, where)
+    _check_loss(item, where, total=False)
     socket = _int(item, "socket", where) if idx >= 0 else None
     return {
         "source": source, "side": side, "stream": idx,
@@ -254,6 +160,7 @@ def _interval_rows(intervals: List[Any], source: str, side_default: str,
     rows: List[Dict[str, Any]] = []
     seen = set()
     dropped = 0
+    last: Dict[str, Tuple[float, bool, str]] = {}  # stream or sum -> its previous interval
     for i, interval in enumerate(intervals):
         here = f"{where}[{i}]"
         interval = _obj(interval, here)
@@ -263,13 +170,16 @@ def _interval_rows(intervals: List[Any], source: str, side_default: str,
             continue
         seen.add(key)
         streams = _list(interval.get("streams"), f"{here}.streams")
-        for idx, stream in enumerate(streams, start=1):
-            rows.append(_row(source, side_default, idx, stream, f"{here}.streams[{idx - 1}]",
-                             omits))
-        for part in ("sum", "sum_bidir_reverse"):
-            if interval.get(part) is not None:
-                rows.append(_row(source, side_default, -1, interval[part], f"{here}.{part}",
-                                 omits))
+        parts = [(f"streams[{idx}]", stream) for idx, stream in enumerate(streams)]
+        parts += [(part, interval[part]) for part in ("sum", "sum_bidir_reverse")
+                  if interval.get(part) is not None]
+        for name, item in parts:
+            idx = int(name[8:-1]) + 1 if name.startswith("streams[") else -1
+            after_omitted = omits and name in last and last[name][1]
+            rows.append(_row(source, side_default, idx, item, f"{here}.{name}", after_omitted))
+            _in_order(item, f"{here}.{name}", last.get(name), omits)
+            last[name] = (_required(item, "end", f"{here}.{name}"), bool(item.get("omitted")),
+                          here)
     return rows, dropped
 
 
@@ -325,6 +235,8 @@ def _totals(sums: Dict[str, Dict[str, Any]], udp: bool, interrupted: bool) -> Di
         "retransmits": None if udp else _int(sent, "retransmits", sw),
     }
     lost_from, lw = (received, rw) if received is not None else (sums.get("sum"), "end.sum")
+    if udp:
+        _check_loss(lost_from or {}, lw, total=True)
     udp_keys = {"jitter_ms": "jitter_ms", "lost_packets": "lost_packets",
                 "packets": "packets", "lost_pct": "lost_percent"}
     for key, field in udp_keys.items():
@@ -346,7 +258,7 @@ def _document(text: str) -> Tuple[Dict[str, Any], int, Optional[str]]:
     """The iperf3 object to read, how many were found, and iperf3's error (or None)."""
     if not text or not text.strip():
         raise ParseError(TOOL, "empty output (no JSON object from iperf3 -J)")
-    objects, problem = _json_objects(text)
+    objects, problem = json_documents(text)
     lines = [m["msg"] for m in _ERROR_LINE.finditer(text)]
     if not objects:
         said = f"; iperf3 said: {lines[-1]}" if lines else ""
