@@ -95,10 +95,10 @@ def test_one_node_more_than_the_largest_is_refused_at_once(tmp_path):
     data["nodes"].append({"name": "h10001"})
     path = tmp_path / "big.json"
     path.write_text(json.dumps(data))
-    began = time.monotonic()
+    began = time.process_time()  # CPU time: a busy machine does not count
     with pytest.raises(TopologyError, match="has 10001 nodes: the kit takes at most 10000"):
         load_topology(str(path))
-    assert time.monotonic() - began < 5  # before: 10,000 hosts took 46 s and 7.9 GB
+    assert time.process_time() - began < 5  # before: 10,000 hosts took 46 s and 7.9 GB
 
 
 def test_a_switch_takes_at_most_what_a_linux_bridge_does():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -88,3 +89,68 @@ def test_a_scale_of_hundreds_of_digits_is_refused_in_one_line():
     """Found by the topology property test: an integer too large for a float."""
     with pytest.raises(TopologyError, match="too large"):
         load_topology("portfolio,rate_scale=" + "9" * 400)
+
+
+@pytest.mark.parametrize("factor, words", [
+    (True, "rate_scale=True must be a number within 0.05..1, not true/false"),
+    ("0.5", "rate_scale='0.5' must be a number within 0.05..1, not text"),
+    (None, "rate_scale=None must be a number within 0.05..1, not none"),
+    (float("nan"), "rate_scale=nan is outside 0.05..1"),
+    (float("inf"), "rate_scale=inf is outside 0.05..1"),
+    (1.0000001, "rate_scale=1.0000001 is outside 0.05..1"),
+    (10**400, "the number is too large"),
+])
+def test_a_factor_is_a_finite_number_within_the_range(factor, words):
+    with pytest.raises(TopologyError) as err:
+        scaling.check_scale(factor, "here")
+    assert str(err.value).startswith("here: ") and words in str(err.value)
+    assert len(str(err.value).splitlines()) == 1
+    assert scaling.check_scale(1) == 1.0 and scaling.check_scale(scaling.MIN_SCALE) == 0.05
+
+
+def _scaled_file(tmp_path, factor) -> str:
+    from labtools.model.catalog import to_dict
+
+    path = tmp_path / "scaled.json"
+    path.write_text(json.dumps(to_dict(load_topology(f"portfolio,rate_scale={factor}"))))
+    return str(path)
+
+
+def test_a_file_scaled_already_is_not_scaled_twice(tmp_path):
+    path = _scaled_file(tmp_path, 0.5)
+    half = load_topology(path)
+    assert scaling.rate_scale(half) == 0.5 and "scaled by 0.5" in scaling.rate_note(half)
+    # the same factor (as a results file records it) leaves the file as it is
+    same = load_topology(f"{path},rate_scale=0.5")
+    assert [lk.bw_mbps for lk in same.links] == [lk.bw_mbps for lk in half.links]
+    assert "scaled by 0.5 " in scaling.rate_note(same)
+    for other in ("0.25", "1"):
+        with pytest.raises(TopologyError) as err:
+            load_topology(f"{path},rate_scale={other}")
+        assert str(err.value) == (f"topology portfolio has its rates scaled by 0.5 already (its "
+                                  f"params rate_scale): rate_scale={other} would scale them "
+                                  "again; leave rate_scale out, or change it in the file")
+
+
+def test_a_file_at_full_rate_is_scaled_as_asked(tmp_path):
+    path = _scaled_file(tmp_path, 1)
+    assert "rate_scale" not in load_topology(path).params
+    data = json.loads(Path(path).read_text())
+    data["params"] = {"rate_scale": 1}
+    Path(path).write_text(json.dumps(data))
+    quarter = load_topology(f"{path},rate_scale=0.25")
+    assert scaling.rate_scale(quarter) == 0.25
+    full = load_topology("portfolio")
+    assert [lk.bw_mbps for lk in quarter.links] == [
+        None if lk.bw_mbps is None else pytest.approx(lk.bw_mbps / 4) for lk in full.links]
+
+
+def test_labtools_expect_refuses_scaling_a_scaled_file_in_one_line(tmp_path):
+    from tests.conftest import run_cli
+
+    path = _scaled_file(tmp_path, 0.5)
+    result = run_cli(["expect", f"{path},rate_scale=0.25", "h1", "h4"])
+    assert result.returncode == 2 and result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1 and "rates scaled by 0.5 already" in result.stderr
+    text = run_cli(["expect", path, "h1", "h4"]).stdout
+    assert text.startswith("note: link rates scaled by 0.5 for this machine")

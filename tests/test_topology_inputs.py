@@ -279,3 +279,211 @@ def test_spec_values():
     assert split_spec("dumbbell,pairs=3,bw_mbps=2.5,x=a,v=none,w=True,q=-4,e=1e3") == (
         "dumbbell", {"pairs": 3, "bw_mbps": 2.5, "x": "a", "v": None, "w": True, "q": -4,
                      "e": 1000.0})
+
+
+# --- a JSON topology's params: typed and ranged as a spec's are ----------------------------
+
+def _with_params(params) -> dict:
+    return dict(_base(bw_mbps=10), name="mine", params=params)
+
+
+@pytest.mark.parametrize("params, words", [
+    ({"rate_scale": "x"}, "rate_scale='x' must be a number within 0.05..1, not text"),
+    ({"rate_scale": "0.5"}, "rate_scale='0.5' must be a number"),  # text, even if it reads
+    ({"rate_scale": "1e999"}, "rate_scale='1e999' must be a number"),
+    ({"rate_scale": None}, "rate_scale=None must be a number within 0.05..1, not none"),
+    ({"rate_scale": [0.5]}, "rate_scale=[0.5] must be a number"),
+    ({"rate_scale": {"f": 0.5}}, "rate_scale={'f': 0.5} must be a number"),
+    ({"rate_scale": True}, "rate_scale=True must be a number within 0.05..1, not true/false"),
+    ({"rate_scale": 0}, "rate_scale=0 is outside 0.05..1"),
+    ({"rate_scale": -1}, "rate_scale=-1 is outside 0.05..1"),
+    ({"rate_scale": 5}, "rate_scale=5 is outside 0.05..1"),
+    ({"rate_scale": 0.049}, "rate_scale=0.049 is outside 0.05..1"),
+    ({"rate_scale": 10**400}, "rate_scale=" + "1" + "0" * 26 + "...: the number is too large"),
+    ({"variant": 7}, "variant=7 must be text"),
+    ({"variant": 7.0}, "variant=7.0 must be text"),
+    ({"variant": None}, "variant=None must be text"),
+    ({"variant": True}, "variant=True must be text"),
+    ({"variant": ["s1"]}, "variant=['s1'] must be text"),
+    ({"variant": ""}, "variant='' must be 1..64 letters, digits and ._@+-"),
+    ({"variant": "s 1"}, "variant='s 1' must be 1..64"),
+    ({"variant": "s1,bw_mbps=1"}, "variant='s1,bw_mbps=1' must be 1..64"),
+    ({"variant": "s1\n"}, "variant='s1\\n' must be 1..64"),
+    ({"variant": "s" * 65}, "variant='" + "s" * 26 + "... must be 1..64"),
+    ({"rate_scal": 0.5}, "unknown field 'rate_scal'=0.5 (did you mean 'rate_scale'? known: "
+                         "rate_scale, variant)"),
+    ({"Variant": "s1"}, "unknown field 'Variant'='s1' (did you mean 'variant'?"),
+    ({"colour": "red"}, "unknown field 'colour'='red' (known: rate_scale, variant)"),
+])
+def test_json_params_are_checked_naming_the_field_and_the_value(tmp_path, params, words):
+    message = _one_line_error(_json(tmp_path, _with_params(params)), words)
+    assert message.startswith("topology params: "), message
+
+
+def test_json_params_that_are_right_are_kept_as_given(tmp_path):
+    from labtools.model import scaling
+
+    topo = load_topology(_json(tmp_path, _with_params({"rate_scale": 0.5, "variant": "007"})))
+    assert topo.params == {"rate_scale": 0.5, "variant": "007"}  # "007" stays text
+    assert topo.links[0].bw_mbps == 10  # the file's rates are scaled already: as they are
+    assert "scaled by 0.5" in scaling.rate_note(topo)
+    whole = load_topology(_json(tmp_path, _with_params({"rate_scale": 1, "variant": "a.b@c-d"})))
+    assert whole.params["rate_scale"] == 1.0 and scaling.rate_note(whole) == ""
+
+
+def test_a_json_file_saved_from_a_kit_topology_keeps_its_parameters(tmp_path):
+    from labtools.model.catalog import to_dict
+
+    saved = to_dict(load_topology("dumbbell,pairs=3,variant=s1"))
+    again = load_topology(_json(tmp_path, saved))
+    assert dict(again.params) == {"bw_mbps": 10, "delay_ms": 10, "pairs": 3, "queue_pkts": 100,
+                                  "variant": "s1"}
+    # the kit's own parameters are known for the topology the file names, and only for it
+    _one_line_error(_json(tmp_path, dict(saved, name="portfolio")),
+                    "unknown field 'bw_mbps'=10 (known: rate_scale, variant)")
+    _one_line_error(_json(tmp_path, dict(saved, params={"pair": 3})),
+                    "unknown field 'pair'=3 (did you mean 'pairs'?")
+
+
+def test_a_results_topology_keeps_the_params_of_any_file():
+    """What a results file keeps of a course's own .py topology reads back (only the kit's
+    own params are checked there), and its bad values are still refused."""
+    data = dict(_with_params({"k": 3, "variant": "s1"}))
+    assert dict(from_dict(data).params) == {"k": 3, "variant": "s1"}
+    with pytest.raises(TopologyError, match=r"^topology params: variant=3 must be text"):
+        from_dict(_with_params({"k": 3, "variant": 3}))
+
+
+@pytest.mark.parametrize("scale, words", [
+    ("true", "rate_scale=True must be a number within 0.05..1, not true/false"),
+    ("none", "rate_scale=None must be a number within 0.05..1, not none"),
+    ("5", "rate_scale=5 is outside 0.05..1"),
+    ("fast", "rate_scale='fast' must be a number"),
+])
+def test_a_spec_rate_scale_is_a_number_too(scale, words):
+    _one_line_error(f"portfolio,rate_scale={scale}", words)
+
+
+def test_the_command_line_refuses_bad_params_in_one_line_with_status_2(tmp_path):
+    path = _json(tmp_path, _with_params({"rate_scale": "x"}))
+    result = run_cli(["expect", path, "h1", "h2"])
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == ("labtools expect: error: topology params: rate_scale='x' must be a "
+                             "number within 0.05..1, not text\n")
+
+
+# --- a .py topology loads within a time limit, in a child process ------------------------
+
+LOOP = "import os, pathlib\npathlib.Path({pid!r}).write_text(str(os.getpid()))\nwhile True:\n    pass\n"
+
+
+def _gone(pid_file) -> bool:
+    import os
+
+    try:
+        os.kill(int(pid_file.read_text()), 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("where", ["import", "topology", "cases"])
+def test_a_python_file_that_never_finishes_is_stopped(tmp_path, monkeypatch, where):
+    import time
+
+    monkeypatch.setattr(limits, "PYTHON_LOAD_TIME_S", 2.0)
+    pid_file = tmp_path / "pid"
+    loop = LOOP.format(pid=str(pid_file))
+    if where == "topology":
+        loop = "def topology():\n" + "".join(f"    {line}\n" for line in loop.splitlines())
+    path = tmp_path / "mine.py"
+    path.write_text(loop)
+    started = time.monotonic()
+    with pytest.raises(TopologyError) as err:
+        load_cases(str(path)) if where == "cases" else load_topology(str(path))
+    assert str(err.value) == f"topology file {path} did not finish loading within 2 s (a loop, " \
+                             "or a wait for input?)"
+    assert 2.0 <= time.monotonic() - started < 15
+    # stopped (on a machine so busy that the child never reached the loop, nothing ran)
+    assert not pid_file.exists() or _gone(pid_file)
+
+
+def test_the_command_line_stops_a_file_that_waits_for_input(tmp_path):
+    path = tmp_path / "mine.py"
+    path.write_text("input('rate? ')\n")
+    result = run_cli(["expect", str(path), "h1", "h2"])
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.endswith(f"labtools expect: error: topology file {path} failed: "
+                                  "EOFError: EOF when reading a line\n")
+
+
+def test_ctrl_c_while_a_file_loads_stops_it(tmp_path):
+    import os
+    import signal
+    import threading
+    import time
+
+    pid_file = tmp_path / "pid"
+    path = tmp_path / "mine.py"
+    path.write_text(LOOP.format(pid=str(pid_file)))
+
+    def interrupt_once_it_loops() -> None:
+        deadline = time.monotonic() + 9
+        while not pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    thread = threading.Thread(target=interrupt_once_it_loops)
+    thread.start()
+    with pytest.raises(KeyboardInterrupt):
+        load_topology(str(path))  # long before the kit would stop it
+    thread.join()
+    assert pid_file.exists() and _gone(pid_file)
+
+
+def test_what_a_file_prints_goes_to_stderr_and_the_answer_stays_whole(tmp_path):
+    path = tmp_path / "mine.py"
+    path.write_text("import os\nprint('building')\nos.write(1, b'raw\\n')\n"
+                    "from labtools.model.topology import Link, Node, Topology\n"
+                    "def topology():\n    return Topology('t', [Node('h1'), Node('h2')], "
+                    "[Link('h1', 'h2', bw_mbps=10)])\n")
+    result = run_cli(["expect", str(path), "h1", "h2", "--json"])
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["bottleneck_mbps"] == 10
+    assert "building" in result.stderr and "raw" in result.stderr
+
+
+def test_the_kits_own_errors_keep_their_class(tmp_path):
+    path = tmp_path / "mine.py"
+    path.write_text("from labtools.errors import UnknownNodeError\n"
+                    "def topology():\n    raise UnknownNodeError('no node x')\n")
+    with pytest.raises(UnknownNodeError, match="^no node x$"):
+        load_topology(str(path))
+
+
+def test_a_file_params_must_be_json_values(tmp_path):
+    path = tmp_path / "mine.py"
+    path.write_text("from labtools.model.topology import Link, Node, Topology\n"
+                    "def topology():\n    return Topology('t', [Node('h1'), Node('h2')], "
+                    "[Link('h1', 'h2')], {'when': object()})\n")
+    _one_line_error(str(path), f"topology file {path}: topology 't': params must be JSON values")
+
+
+def test_a_child_left_alone_ends_itself(tmp_path):
+    """A child whose caller is gone (a kernel killed at once) ends a few seconds after its
+    limit: here asked with a limit of 1 s and never stopped by its caller."""
+    import subprocess
+    import sys
+    import time
+
+    from labtools.model import python_topology
+
+    path = tmp_path / "mine.py"
+    path.write_text("while True:\n    pass\n")
+    request = json.dumps({"mode": "topology", "path": str(path), "params": {}, "sys_path": [],
+                          "limit_s": 1})
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", python_topology._CHILD_CODE], input=request,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode < 0 and done.stdout == ""  # ended by a signal, with no answer
+    assert time.monotonic() - started < 30

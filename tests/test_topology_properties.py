@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, List
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from labtools.errors import InputError, LabtoolsError
+from labtools.errors import InputError, LabtoolsError, TopologyError
 from labtools.model import limits
 from labtools.model.catalog import from_dict, load_topology, split_spec, to_dict
 from labtools.model.fairness import MAX_CONNECTIONS, parse_flows
@@ -28,6 +28,8 @@ from labtools.model.topology import Topology
 
 SETTINGS = settings(max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
+#: for properties whose every example loads a .py file, in a Python of its own (~0.2 s each)
+CHILD_SETTINGS = settings(SETTINGS, max_examples=60)
 
 NAMES = ["h1", "h2", "h3", "r1", "r2", "s1", "s2", "s3"]
 JUNK = st.recursive(
@@ -113,6 +115,41 @@ def test_a_json_object_gives_a_topology_or_a_typed_error(data):
     assert to_dict(from_dict(to_dict(topo))) == to_dict(topo)  # what results keep reloads
 
 
+PARAM_VALUES = JUNK | st.floats(0, 2) | st.sampled_from(
+    [0, 1, -1, 5, 0.049, 0.05, 0.5, 1.0, True, None, "007", "0.5", "1e999", "s1", "a b", "",
+     "s" * 64, "s" * 65, 10**400, [0.5]])
+
+
+@SETTINGS
+@given(st.dictionaries(st.sampled_from(["rate_scale", "variant", "rate_scal", "pairs", "x"])
+                       | st.text(max_size=5), PARAM_VALUES, max_size=3),
+       st.booleans())
+def test_json_params_load_typed_or_give_a_topology_error(params, as_a_file):
+    """A JSON topology's params either load, with ``rate_scale`` a number in (0, 1] and
+    ``variant`` text, or are refused with one TopologyError line naming the field."""
+    data = {"name": "t", "params": params, "nodes": [{"name": "h1"}, {"name": "h2"}],
+            "links": [{"a": "h1", "b": "h2", "bw_mbps": 10}]}
+    try:
+        if as_a_file:
+            with tempfile.TemporaryDirectory() as folder:
+                path = Path(folder) / "mine.json"
+                path.write_text(json.dumps(data))
+                topo = load_topology(str(path))
+        else:
+            topo = from_dict(data)
+    except TopologyError as err:
+        assert len(str(err).splitlines()) == 1, str(err)
+        # the file's reader refuses NaN and Infinity anywhere before params are looked at
+        assert str(err).startswith("topology params") or "is not a number" in str(err), str(err)
+        return
+    scale = topo.params.get("rate_scale", 1.0)
+    assert type(scale) is float and 0 < scale <= 1
+    assert isinstance(topo.params.get("variant", ""), str)
+    if as_a_file:
+        assert set(topo.params) <= {"rate_scale", "variant"}
+    assert to_dict(from_dict(to_dict(topo))) == to_dict(topo)
+
+
 @SETTINGS
 @given(JUNK)
 def test_any_json_value_gives_a_topology_or_a_typed_error(data):
@@ -167,7 +204,7 @@ INFOS = st.dictionaries(st.sampled_from(["bw", "delay", "loss", "max_queue_size"
                         max_size=4)
 
 
-@SETTINGS
+@CHILD_SETTINGS
 @given(st.sampled_from(IMPORT_TIME), st.sampled_from(BODIES), INFOS,
        st.sampled_from(["", ",n=3", ",bw=1e-9", ",bw=nan", ",bw=20,bw=30", ",x=1", ",bad"]))
 def test_a_python_file_gives_a_topology_or_a_typed_error(header, body, info, params):
@@ -235,7 +272,7 @@ def kit_specs(draw: Any) -> str:
     return name + "".join(f",{key}={draw(VALUES)}" for key in keys)
 
 
-@SETTINGS
+@CHILD_SETTINGS
 @given(kit_specs())
 def test_a_kit_spec_gives_a_topology_or_a_typed_error(spec):
     topo = outcome(lambda: load_topology(spec))

@@ -6,17 +6,29 @@
 the kit does not know is refused, not ignored (``"type": "switch"`` on a node would
 otherwise make it a host), and so are NaN and Infinity, which JSON does not have;
 :class:`~labtools.model.topology.Topology` checks the types and bounds of the values.
+
+``params`` are checked as a topology spec's are (:func:`check_params`): ``rate_scale`` is a
+number within 0.05..1 (not ``true``, not text such as ``"0.5"``), the factor the file's
+rates are scaled by already; ``variant`` is text of 1..64 letters, digits and ``._@+-``
+(``"007"`` stays ``"007"``; a number is refused rather than turned into text, as ``007``
+would lose its zeros). A topology file's params may hold only these and the parameters of
+the kit's topology it names (a file saved from ``dumbbell,pairs=3`` keeps ``pairs``); any
+other key is refused naming the closest known one. Results keep the params of whatever
+topology was measured, so reading them back checks only the values of the two.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
+import re
 from pathlib import Path
-from typing import Any, Dict, List, Mapping
+from typing import Any, Collection, Dict, List, Mapping, Optional
 
 from labtools.errors import TopologyError
-from labtools.model.limits import MAX_LINKS, MAX_NODES, one_line, show
+from labtools.model import scaling
+from labtools.model.limits import MAX_LINKS, MAX_NODES, MAX_VARIANT_CHARS, one_line, show
 from labtools.model.topology import HOST, Link, Node, Topology
 
 _TOP_KEYS = ("name", "params", "nodes", "links")
@@ -25,6 +37,10 @@ _LINK_KEYS = ("a", "b", "bw_mbps", "delay_ms", "loss_pct", "queue_pkts", "htb", 
 #: a topology file larger than this is refused before it is read (bytes): the largest
 #: topology the kit takes (MAX_NODES nodes, MAX_LINKS links) is about 2 MB written out
 MAX_JSON_BYTES = 16 * 2**20
+#: the params the kit itself reads, of any topology
+VARIANT = "variant"
+KIT_PARAMS = (scaling.PARAMETER, VARIANT)
+_VARIANT_RE = re.compile(r"[\w.@+-]+")
 
 
 def read_json(path: Path) -> Dict[str, Any]:
@@ -57,18 +73,56 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def from_dict(data: Mapping[str, Any]) -> Topology:
-    """Build a topology from its JSON form (see the module docstring)."""
+def from_dict(data: Mapping[str, Any], known_params: Optional[Collection[str]] = None
+              ) -> Topology:
+    """Build a topology from its JSON form (see the module docstring); with
+    ``known_params``, a key of ``params`` neither among them nor the kit's own
+    (:data:`KIT_PARAMS`) is refused."""
     if not isinstance(data, Mapping):
         raise TopologyError(f"a topology is a JSON object, not {type(data).__name__}")
     _known_keys(data, _TOP_KEYS, "the topology")
     nodes = [_node(item, i) for i, item in enumerate(_list(data, "nodes", MAX_NODES))]
     links = [_link(item, i) for i, item in enumerate(_list(data, "links", MAX_LINKS))]
-    params = data.get("params", {})
+    params = check_params(data.get("params", {}), "topology params", known_params)
+    return Topology(data.get("name", "custom"), tuple(nodes), tuple(links), params)
+
+
+def check_params(params: Any, where: str, known: Optional[Collection[str]] = None
+                 ) -> Dict[str, Any]:
+    """``params`` checked (a copy, ``rate_scale`` as a float): a JSON object of finite values,
+    ``rate_scale`` by :func:`labtools.model.scaling.check_scale`, ``variant`` by
+    :func:`check_variant`; with ``known``, any key neither there nor in :data:`KIT_PARAMS`
+    is refused, naming the closest known one. :class:`TopologyError` on one line, which
+    starts with ``where``."""
     if not isinstance(params, Mapping):
-        raise TopologyError(f"topology params must be a JSON object, not {show(params)}")
-    _check_finite(params)
-    return Topology(data.get("name", "custom"), tuple(nodes), tuple(links), dict(params))
+        raise TopologyError(f"{where} must be a JSON object, not {show(params)}")
+    _check_finite(params, where)
+    checked = dict(params)
+    if known is not None:
+        allowed = [*KIT_PARAMS, *(k for k in known if k not in KIT_PARAMS)]
+        for key, value in checked.items():
+            if key not in allowed:
+                close = difflib.get_close_matches(str(key), allowed, n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                raise TopologyError(f"{where}: unknown field {show(key, 30)}={show(value, 20)} "
+                                    f"({hint}known: {', '.join(allowed)})")
+    if scaling.PARAMETER in checked:
+        checked[scaling.PARAMETER] = scaling.check_scale(checked[scaling.PARAMETER], where)
+    if VARIANT in checked:
+        check_variant(checked[VARIANT], where)
+    return checked
+
+
+def check_variant(value: Any, where: str) -> str:
+    """A variant ID as the params of a topology hold it: text of 1..MAX_VARIANT_CHARS
+    letters, digits and ``._@+-``, kept as it is (``"007"`` stays ``"007"``)."""
+    if not isinstance(value, str):
+        raise TopologyError(f"{where}: {VARIANT}={show(value, 30)} must be text (a student's ID "
+                            f'like "s1234"; write a number in quotes: "007")')
+    if not 1 <= len(value) <= MAX_VARIANT_CHARS or not _VARIANT_RE.fullmatch(value):
+        raise TopologyError(f"{where}: {VARIANT}={show(value, 30)} must be 1..{MAX_VARIANT_CHARS}"
+                            " letters, digits and ._@+-")
+    return value
 
 
 def to_dict(topo: Topology) -> Dict[str, Any]:
@@ -131,13 +185,13 @@ def _known_keys(item: Mapping[str, Any], known: tuple, where: str) -> None:
         raise TopologyError(f"{where}: unknown field(s) {names} (known: {', '.join(known)})")
 
 
-def _check_finite(params: Mapping[str, Any]) -> None:
+def _check_finite(params: Mapping[str, Any], where: str) -> None:
     """Refuse NaN and infinity anywhere in ``params`` (JSON cannot hold them)."""
     stack: List[Any] = [params]
     while stack:
         value = stack.pop()
         if isinstance(value, float) and not math.isfinite(value):
-            raise TopologyError(f"topology params hold {value}: not a number JSON can hold")
+            raise TopologyError(f"{where} hold {value}: not a number JSON can hold")
         if isinstance(value, Mapping):
             stack += [v for k, v in value.items()]
         elif isinstance(value, (list, tuple)):

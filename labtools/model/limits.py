@@ -58,6 +58,16 @@ MAX_LINKS = 10_000
 #: subnets 10.0.K.0/24, and every node holds a route to every subnet (nodes x subnets)
 MAX_SUBNETS = 256
 
+#: the longest a ``.py`` topology file may take to load, in a Python of its own (s); one
+#: still running then is stopped (:mod:`labtools.model.python_topology`). Natively the
+#: kit's own take 0.2 s (star,hosts=1000: 0.35 s; 10,000 nodes: 1.9 s, on 2 busy cores);
+#: in the lab VM under software emulation the kit runs 30-60 times slower (BENCHMARKS.md:
+#: star,hosts=10 starts in 6.2 s there, 0.1 s natively), so 1000 hosts may take 20 s
+PYTHON_LOAD_TIME_S = 60.0
+#: the longest variant ID (characters): a student's ID or user name fits, and it is shown in
+#: one-line messages and kept with every result
+MAX_VARIANT_CHARS = 64
+
 _THIS_NETWORK = ipaddress.IPv4Network("0.0.0.0/8")
 
 

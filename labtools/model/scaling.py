@@ -9,16 +9,18 @@ expected value, share and window is computed from the scaled topology, so it fol
 The factor is given by the user (``rate_scale=`` in a topology spec, or
 ``LABTOOLS_RATE_SCALE`` for the notebooks) or suggested from the machine's calibration
 (:func:`suggested_rate_scale`); the topology keeps it in ``params["rate_scale"]`` and
-:func:`rate_note` is the sentence shown wherever rates appear.
+:func:`rate_note` is the sentence shown wherever rates appear. A topology scaled already
+(a ``.json`` file saved from a scaled lab keeps its factor) is not scaled a second time: a
+factor given for it must be its own (:func:`scale_rates`).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Optional, Union
+from typing import Optional
 
 from labtools.errors import TopologyError
-from labtools.model.limits import MIN_RATE_MBPS
+from labtools.model.limits import MIN_RATE_MBPS, name_of, show
 from labtools.model.topology import Topology
 
 #: the parameter of a topology spec that scales the rates
@@ -29,24 +31,50 @@ MIN_SCALE = 0.05
 SCALE_STEP = 0.05
 
 
-def check_scale(factor: Union[float, str]) -> float:
-    """``factor`` as a float in (MIN_SCALE, 1]; :class:`TopologyError` otherwise."""
+def check_scale(factor: object, where: str = "") -> float:
+    """``factor`` as a float within :data:`MIN_SCALE`..1; :class:`TopologyError` otherwise.
+
+    A number only: ``True`` and text (``"0.5"`` too: a value that only reads as a number is
+    text) are refused, and so are NaN and infinity. ``where`` starts the message
+    (``"topology params"``)."""
+    lead = f"{where}: " if where else ""
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)):
+        raise TopologyError(f"{lead}{PARAMETER}={show(factor, 30)} must be a number within "
+                            f"{MIN_SCALE:g}..1, not {_kind(factor)}")
     try:
         value = float(factor)
-    except (TypeError, ValueError):
-        raise TopologyError(f"{PARAMETER} must be a number, not {factor!r}") from None
     except OverflowError:  # an integer of hundreds of digits
-        raise TopologyError(f"{PARAMETER}={str(factor)[:20]}...: the number is too large "
-                            f"(it lies in {MIN_SCALE}..1)") from None
-    if not MIN_SCALE <= value <= 1.0:
-        raise TopologyError(f"{PARAMETER}={factor} is outside {MIN_SCALE}..1 "
+        raise TopologyError(f"{lead}{PARAMETER}={show(factor, 30)}: the number is too large "
+                            f"(it lies in {MIN_SCALE:g}..1)") from None
+    if not MIN_SCALE <= value <= 1.0:  # NaN too
+        raise TopologyError(f"{lead}{PARAMETER}={show(factor, 30)} is outside {MIN_SCALE:g}..1 "
                             "(it only slows a lab down, to what the machine can carry)")
     return value
 
 
-def scale_rates(topo: Topology, factor: float) -> Topology:
-    """``topo`` with every shaped link's rate times ``factor`` (delays, queues unchanged)."""
+def _kind(value: object) -> str:
+    if isinstance(value, bool):
+        return "true/false"
+    if value is None:
+        return "none"
+    return "text" if isinstance(value, str) else type(value).__name__
+
+
+def scale_rates(topo: Topology, factor: object) -> Topology:
+    """``topo`` with every shaped link's rate times ``factor`` (delays, queues unchanged).
+
+    A topology whose rates are scaled already (``params["rate_scale"]`` below 1, e.g. a
+    ``.json`` file saved from a scaled lab) is not scaled again: ``factor`` must then be
+    that same factor (what a results file records; the topology is returned as it is), any
+    other is refused, so the rates are never scaled twice under a note that says once."""
     value = check_scale(factor)
+    already = rate_scale(topo)
+    if already != 1.0:
+        if value == already:
+            return topo
+        raise TopologyError(f"topology {name_of(topo.name)} has its rates scaled by {already:g} "
+                            f"already (its params {PARAMETER}): {PARAMETER}={value:g} would scale "
+                            f"them again; leave {PARAMETER} out, or change it in the file")
     if value == 1.0:
         return topo
     links = tuple(replace(lk, bw_mbps=None if lk.bw_mbps is None else round(lk.bw_mbps * value, 6))
@@ -61,7 +89,7 @@ def scale_rates(topo: Topology, factor: float) -> Topology:
 
 def rate_scale(topo: Topology) -> float:
     """The factor ``topo``'s rates were scaled by (1.0 when they were not)."""
-    return float(topo.params.get(PARAMETER, 1.0))
+    return check_scale(topo.params.get(PARAMETER, 1.0), f"topology {name_of(topo.name)}")
 
 
 def rate_note(topo: Topology) -> str:
