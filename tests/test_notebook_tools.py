@@ -240,13 +240,14 @@ def test_a_students_workspace_holds_the_student_notebooks_and_keeps_their_work(t
     for name in ("00-a.ipynb", "01-b.ipynb", "skeleton.py", ".hidden"):
         (students / name).write_text(name)
     work = tmp_path / "workspace"
-    added, kept = notebooks.make_workspace(students, work)
+    added, kept, links = notebooks.make_workspace(students, work)
     assert sorted(p.name for p in work.iterdir()) == ["00-a.ipynb", "01-b.ipynb", "skeleton.py"]
     assert [p.name for p in added] == ["00-a.ipynb", "01-b.ipynb", "skeleton.py"] and kept == []
+    assert links == [] and (work / "01-b.ipynb").read_text() == "01-b.ipynb"
     (work / "00-a.ipynb").write_text("the student's answers")
     (students / "02-c.ipynb").write_text("a new lab")
-    added, kept = notebooks.make_workspace(students, work)
-    assert [p.name for p in added] == ["02-c.ipynb"] and len(kept) == 3
+    added, kept, links = notebooks.make_workspace(students, work)
+    assert [p.name for p in added] == ["02-c.ipynb"] and len(kept) == 3 and links == []
     assert (work / "00-a.ipynb").read_text() == "the student's answers"
     with pytest.raises(InputError, match="no student notebooks"):
         notebooks.make_workspace(tmp_path / "nothing", work)

@@ -1,13 +1,14 @@
 """``labtools doctor [--json] [--recheck]``: can this machine run the lab, and how to fix it.
 
-One line per check (``ok   lab sandbox``, ``FAIL netem in this kernel -- fix: ...``): whether
-this user can give a lab a sandbox of its own (unprivileged user namespaces; if not, the
-setting to change), root (only Open vSwitch needs it), the tools, whether ``sch_netem`` is
-loaded, KVM and the VM runner. Then what the last calibration measured (what this machine
-adds to an emulated network and the most it forwards), whether the reference lab's rates
-fit it, and the settings in force (:mod:`labtools.settings`: every environment variable the
-kit reads, its value or default, and what it does). With ``--json``:
-``{"checks": [{"name", "ok", "detail", "fix"}...], "calibration": {...} or null,
+One line per check (``ok   lab sandbox``, ``FAIL netem in this kernel -- fix: ...``): the
+kit's settings, and the VM runner's (memory, CPUs, kernel image and KVM this machine can
+give a VM); whether this user can give a lab a sandbox of its own (unprivileged user
+namespaces; if not, the setting to change), root (only Open vSwitch needs it), the tools,
+whether ``sch_netem`` is loaded, KVM and the VM runner. Then what the last calibration
+measured (what this machine adds to an emulated network and the most it forwards), whether
+the reference lab's rates fit it, and the settings in force (:mod:`labtools.settings`: every
+environment variable the kit reads, its value or default, and what it does).
+With ``--json``: ``{"checks": [{"name", "ok", "detail", "fix"}...], "calibration": {...} or null,
 "settings": [{"name", "value", "default", "effect", "set_by"}...]}`` (``fix`` is ``""`` when
 the check passed; ``value`` null when unset). Exit status 0 when the kit can work, natively or
 through the VM runner; 1 otherwise. The slow KVM probe is cached; ``--recheck`` runs it again.
@@ -30,7 +31,8 @@ from labtools.system.doctor import (
 
 #: what ``labtools doctor --help`` says first
 DESCRIPTION = (
-    "Checks the kit's settings (environment variables), the lab sandbox (user namespaces: a "
+    "Checks the kit's settings (environment variables; the VM runner's LABTOOLS_VM_* ones "
+    "against this machine), the lab sandbox (user namespaces: a "
     "lab needs no root), root (only Open vSwitch needs it), Mininet, iperf, iperf3, ping, "
     "bridge utilities, Open vSwitch, netem in this kernel (and whether sch_netem is loaded), "
     "KVM and the VM runner, then prints the settings in force. Exit status 0 when the kit "

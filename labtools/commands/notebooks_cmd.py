@@ -8,7 +8,8 @@
 ``workspace`` is what the student's lab opens (``make lab``, the lab VM's service): a folder
 (``workspace`` by default) with a copy of each student notebook and nothing else, so that
 the lab's file browser shows no ``solutions/``. A notebook already there is the student's
-work and is never overwritten; a new lab is added.
+work and is never overwritten; a new lab is added. Nothing is written outside the folder
+or through a link: a symbolic link in a notebook's place is left alone and named on stderr.
 """
 
 from __future__ import annotations
@@ -97,7 +98,11 @@ def _workspace(args: argparse.Namespace) -> int:
     if args.timeout is not None or len(args.files) > 1:
         raise InputError("workspace takes one folder and no --timeout")
     folder = Path(args.files[0]) if args.files else Path("workspace")
-    added, kept = notebooks.make_workspace(args.students, folder)
-    print(f"student workspace {folder}: {len(added)} notebook(s) added, {len(kept)} kept "
-          "as they are (the student's work)")
+    done = notebooks.make_workspace(args.students, folder)
+    print(f"student workspace {folder}: {len(done.added)} notebook(s) added, "
+          f"{len(done.kept)} kept as they are (the student's work)"
+          + (f", {len(done.links)} symbolic link(s) left alone" if done.links else ""))
+    for link in done.links:
+        print(f"labtools notebooks: {link} is a symbolic link: left alone (nothing is "
+              "written through a link)", file=sys.stderr)
     return 0

@@ -1,6 +1,7 @@
 """Can this machine run the lab, and how to fix what is missing (``labtools doctor``).
 
-One :class:`Check` per item (the kit's settings, the lab sandbox, root, Mininet, the tools,
+One :class:`Check` per item (the kit's settings, the VM runner's settings (each
+``LABTOOLS_VM_*`` value this machine can give a VM), the lab sandbox, root, Mininet, the tools,
 Open vSwitch, netem, KVM, the VM runner), each with what was found and how to fix it, then
 the settings in force (:func:`settings_lines`). The slow KVM probe is cached. A lab needs
 no root: its network lives in a user namespace of its own (the "lab sandbox" check says
@@ -10,9 +11,10 @@ switches and loading ``sch_netem`` need root.
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from labtools import settings
 from labtools.system import capabilities as caps
@@ -64,6 +66,68 @@ def _settings_check() -> Check:
         return Check("settings", False, str(err), "unset the variable, or give it a value "
                      "the kit takes (labtools/settings.py describes each)")
     return Check("settings", True, f"emulation {found.emulation.value}, mode {found.mode}", "")
+
+
+#: how to fix a VM setting the VM runner cannot use
+VM_SETTINGS_FIX = ("unset the variable, or give it a value this machine can give the VM "
+                   "(labtools/settings.py describes each)")
+
+
+def machine_memory_mib() -> Optional[int]:
+    """This machine's memory in MiB (None where the system does not say)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2**20
+    except (ValueError, OSError):
+        return None
+
+
+def vm_setting_problems(chosen: settings.Settings) -> List[str]:
+    """Why the VM runner could not use the ``LABTOOLS_VM_*`` settings on this machine, one
+    reason each (empty when it can): memory not in QEMU's notation or beyond this machine's,
+    more CPUs than it has, a kernel image that is not a readable file, KVM asked for where
+    ``/dev/kvm`` cannot be opened. (Values that are not even of the right kind, such as
+    ``LABTOOLS_VM_CPUS=two``, fail the settings check before.)"""
+    from labtools.errors import InputError
+    from labtools.system.vm import memory_mib
+
+    problems = []
+    if chosen.vm_memory_chosen:
+        try:
+            memory = memory_mib(chosen.vm_memory)
+        except InputError:
+            problems.append(f"LABTOOLS_VM_MEMORY={chosen.vm_memory!r} is not like 2G or 1536M")
+        else:
+            total = machine_memory_mib()
+            if total is not None and memory > total:
+                problems.append(f"LABTOOLS_VM_MEMORY={chosen.vm_memory} is more than this "
+                                f"machine's {total} MiB")
+    cores = os.cpu_count()
+    if chosen.vm_cpus is not None and cores is not None and chosen.vm_cpus > cores:
+        problems.append(f"LABTOOLS_VM_CPUS={chosen.vm_cpus} is more than this machine's "
+                        f"{cores} CPUs")
+    kernel = chosen.vm_kernel
+    if kernel is not None and not kernel.is_file():
+        problems.append(f"LABTOOLS_VM_KERNEL={kernel} is not a file")
+    elif kernel is not None and not os.access(kernel, os.R_OK):
+        problems.append(f"LABTOOLS_VM_KERNEL={kernel} cannot be read by this user")
+    if chosen.vm_kvm:
+        ok, detail = caps.kvm_device_ok()
+        if not ok:
+            problems.append(f"LABTOOLS_VM_KVM=1 but {detail}")
+    return problems
+
+
+def _vm_settings_check() -> Check:
+    """The VM runner's settings (``LABTOOLS_VM_*``) hold values it can use here."""
+    chosen = settings.current()
+    if chosen.in_vm:
+        return Check("VM settings", True, "not used inside the VM runner's guest", "")
+    problems = vm_setting_problems(chosen)
+    if problems:
+        return Check("VM settings", False, "; ".join(problems), VM_SETTINGS_FIX)
+    return Check("VM settings", True, f"memory {chosen.vm_memory}, "
+                 f"cpus {chosen.vm_cpus or 'the default'}, "
+                 f"kernel {chosen.vm_kernel or 'the newest stock one'}", "")
 
 
 def _sandbox_check() -> Check:
@@ -153,6 +217,7 @@ def _vm_runner_check() -> Check:
 #: the checks in report order (name -> function(recheck) -> Check)
 CHECKS: Dict[str, Callable[[bool], Check]] = {
     "settings": lambda recheck: _settings_check(),
+    "VM settings": lambda recheck: _vm_settings_check(),
     "lab sandbox": lambda recheck: _sandbox_check(),
     "root": lambda recheck: _root_check(),
     "Mininet": lambda recheck: _mininet_check(),

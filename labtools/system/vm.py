@@ -127,12 +127,23 @@ def default_rwdirs(cwd: Path) -> Tuple[Path, ...]:
     return tuple(dirs)
 
 
+def memory_mib(memory: str) -> int:
+    """MiB of a guest memory size in QEMU's notation as the kit takes it (``2G``, ``1536M``).
+
+    Raises:
+        InputError: another notation (``-5``, ``0G``, ``2GB``).
+    """
+    match = re.fullmatch(r"([1-9]\d*)([MG])", memory)
+    if match is None:
+        raise InputError(f"memory {memory!r} is not like 2G or 1536M")
+    return int(match[1]) * (1024 if match[2] == "G" else 1)
+
+
 def validate_spec(spec: VMSpec) -> None:
     """Refuse bad options with :class:`InputError` before anything starts."""
     if not spec.command:
         raise InputError("no command given to run in the VM (labtools vm -- CMD)")
-    if not re.fullmatch(r"[1-9]\d*[MG]", spec.memory):
-        raise InputError(f"memory {spec.memory!r} is not like 2G or 1536M")
+    memory_mib(spec.memory)
     if spec.cpus < 1:
         raise InputError(f"cpus must be at least 1, not {spec.cpus}")
     for arg in spec.kernel_args:

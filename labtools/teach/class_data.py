@@ -13,21 +13,28 @@ calls, and earlier sessions' calls the latest one did not make again.
 Raw measurements that are the same, byte for byte, in two submissions are a copy (no two
 runs of a real tool print the same output: times, ports and sequence numbers differ),
 unless the course's list binds both students to one variant (lab partners).
+
+One bad submission never ends the report: a results file that cannot be read (not a
+results store, a row tampered with) is a note on that submission, naming the file and why.
+Nothing is read through a symbolic link: a student's or an assignment's folder, a results
+folder or file (or a journal beside it) that is one, or a results file that lies outside
+the folder read, is skipped with a note naming it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from itertools import combinations
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Set, Tuple
 
 import pandas as pd
 
-from labtools.errors import InputError, LabtoolsError
+from labtools.errors import InputError, LabtoolsError, StoreError
 from labtools.judge.machine import MachineProfile
 from labtools.judge.policy import CAPACITY_HEADROOM
 from labtools.judge.verdicts import Verdict
@@ -36,6 +43,7 @@ from labtools.model.catalog import from_dict, to_dict
 from labtools.model.scaling import peak_load_mbps, rate_scale, suggested_rate_scale
 from labtools.model.topology import Topology
 from labtools.results import ownership
+from labtools.results.columns import decode_json
 from labtools.results.rebuild import rebuild_group, rebuild_measurement
 from labtools.results.store import DEFAULT_PATH, ResultStore
 
@@ -47,6 +55,11 @@ MEASUREMENT_COLUMNS = ["student", "assignment", "variant", "recorded_variant", "
 CALIBRATION_COLUMNS = ["student", "assignment", "case", "emulation", "forward_mbps",
                        "unshaped_link_ms", "delayed_link_late_ms", "measured_at",
                        "peak_load_mbps", "rate_scale", "needed_mbps", "too_slow"]
+#: what sqlite reads beside a results file (its journals), never through a symbolic link
+SQLITE_SIDE_FILES = ("-journal", "-wal", "-shm")
+#: what reading a tampered results file raises beyond the store's own checks (a call or a
+#: topology that is JSON of another shape): the submission gets a note, the report goes on
+UNREADABLE = (ValueError, TypeError, KeyError, AttributeError, IndexError, RecursionError)
 COPY_COLUMNS = ["student_a", "assignment_a", "student_b", "assignment_b", "identical_runs",
                 "runs_a", "runs_b", "partners"]
 
@@ -87,8 +100,19 @@ class ClassData:
     variants_file: Optional[Path] = None
 
 
-def find_submissions(folder: Path) -> List[Tuple[str, str, Path]]:
-    """``(student, assignment, folder)`` of every ``FOLDER/STUDENT/ASSIGNMENT`` folder.
+class Place(NamedTuple):
+    """A submission folder :func:`find_submissions` found: ``skipped`` says why it is not
+    read ('' when it is); a student folder skipped has no ``assignment``."""
+
+    student: str
+    assignment: str
+    folder: Path
+    skipped: str = ""
+
+
+def find_submissions(folder: Path) -> List[Place]:
+    """Every ``FOLDER/STUDENT/ASSIGNMENT`` folder. Nothing is read through a symbolic link:
+    a student or assignment folder that is one is listed, skipped, with a note naming it.
 
     Raises:
         InputError: ``folder`` is not a folder, is the course folder itself, or holds no
@@ -100,17 +124,51 @@ def find_submissions(folder: Path) -> List[Tuple[str, str, Path]]:
     if (folder / "nbgrader_config.py").is_file() or (folder / "submitted").is_dir():
         raise InputError(f"{folder} is a course folder: give its submitted/ or autograded/ "
                          "folder")
-    found = [(student.name, assignment.name, assignment)
-             for student in sorted(folder.iterdir()) if _visible_dir(student)
-             for assignment in sorted(student.iterdir()) if _visible_dir(assignment)]
+    found: List[Place] = []
+    for student in _entries(folder):
+        if student.is_symlink():
+            found.append(Place(student.name, "", student, _link_note(student)))
+            continue
+        found += [Place(student.name, assignment.name, assignment,
+                        _link_note(assignment) if assignment.is_symlink() else "")
+                  for assignment in _entries(student)]
     if not found:
         raise InputError(f"no submissions in {folder}: give nbgrader's submitted/ or "
                          "autograded/ folder (STUDENT/ASSIGNMENT/results/labtools.sqlite)")
     return found
 
 
-def _visible_dir(path: Path) -> bool:
-    return path.is_dir() and not path.name.startswith(".")
+def _entries(folder: Path) -> List[Path]:
+    """The folders in ``folder`` (and the symbolic links, which are never followed), by
+    name; hidden ones left out."""
+    return [p for p in sorted(folder.iterdir()) if not p.name.startswith(".")
+            and (p.is_symlink() or p.is_dir())]
+
+
+def _link_note(path: Path) -> str:
+    """The note on a submission skipped because ``path`` is a symbolic link."""
+    try:
+        target = os.readlink(path)
+    except OSError as err:
+        target = f"? ({err.strerror})"
+    return f"{path} is a symbolic link (to {target}): skipped (nothing is read through a link)"
+
+
+def _results_file(place: Path, inside: Path) -> Tuple[Optional[Path], str]:
+    """The submission's results file, or None and why it is not read: there is none, or it
+    (its folder, or a journal sqlite would read beside it) is a symbolic link or lies
+    outside ``inside`` (the folder read, resolved)."""
+    results = place / DEFAULT_PATH
+    folder = place / DEFAULT_PATH.parent
+    sidecars = [results.with_name(results.name + tail) for tail in SQLITE_SIDE_FILES]
+    for path in (folder, results, *sidecars):
+        if path.is_symlink():
+            return None, _link_note(path)
+    if not results.is_file():
+        return None, f"no results file ({DEFAULT_PATH})"
+    if inside not in results.resolve().parents:
+        return None, f"{results} lies outside {inside}: not read"
+    return results, ""
 
 
 def collect(folder: Path, variants_file: Optional[Path] = None) -> ClassData:
@@ -124,19 +182,24 @@ def collect(folder: Path, variants_file: Optional[Path] = None) -> ClassData:
     submissions: List[Submission] = []
     rows: List[Dict[str, Any]] = []
     calibrations: List[Dict[str, Any]] = []
-    for student, assignment, place in find_submissions(folder):
+    inside = folder.resolve()
+    for student, assignment, place, skipped in find_submissions(folder):
         sub = Submission(student, assignment, place, ownership.bind(student, variants))
         submissions.append(sub)
-        results = place / DEFAULT_PATH
-        if not results.is_file():
-            sub.note = f"no results file ({DEFAULT_PATH})"
+        results, sub.note = (None, skipped) if skipped else _results_file(place, inside)
+        if results is None:
             continue
         sub.results = results
+        mine: Tuple[List[Dict[str, Any]], List[Dict[str, Any]]] = ([], [])
         try:
-            store = ResultStore(results, create=False)
-            _read(store, sub, rows, calibrations)
+            _read(ResultStore(results, create=False), sub, *mine)
         except LabtoolsError as err:
-            sub.note = f"results file not readable: {err}"
+            submissions[-1] = _unread(sub, str(err))
+        except UNREADABLE as err:  # a tampered row the store's checks do not cover
+            submissions[-1] = _unread(sub, f"{results}: {type(err).__name__}: {err}")
+        else:
+            rows += mine[0]
+            calibrations += mine[1]
     measurements = pd.DataFrame(rows, columns=MEASUREMENT_COLUMNS)
     _name_quantities(measurements)
     return ClassData(folder, submissions, measurements,
@@ -144,14 +207,29 @@ def collect(folder: Path, variants_file: Optional[Path] = None) -> ClassData:
                      _copies(submissions), variants_file)
 
 
+def _unread(sub: Submission, reason: str) -> Submission:
+    """``sub`` as a submission whose results file could not be read: nothing of it counts,
+    its note says why (one line)."""
+    line = " ".join(reason.split())
+    if str(sub.results) not in line:
+        line = f"{sub.results}: {line}"
+    return Submission(sub.student, sub.assignment, sub.folder, sub.binding, sub.results,
+                      note=f"results file not readable: {line}")
+
+
 def _read(store: ResultStore, sub: Submission, rows: List[Dict[str, Any]],
           calibrations: List[Dict[str, Any]]) -> None:
     """Read one results file into ``sub`` and the tables."""
-    for run in store.query("SELECT raw_output, topology_json FROM runs WHERE status = 'ok'"):
+    query = "SELECT id, raw_output, topology_json FROM runs WHERE status = 'ok'"
+    for run in store.query(query):
+        where = f"{store.path}: runs row {run['id']}"
         sub.runs += 1
         if run["raw_output"]:
-            sub.digests.add(hashlib.sha256(run["raw_output"].encode()).hexdigest())
-        params = json.loads(run["topology_json"] or "{}").get("params") or {}
+            sub.digests.add(hashlib.sha256(str(run["raw_output"]).encode()).hexdigest())
+        params = decode_json(run["topology_json"], f"{where}: topology_json", dict, {}) \
+            .get("params") or {}
+        if not isinstance(params, dict):
+            raise StoreError(f"{where}: topology_json: params is not an object")
         sub.recorded_variants.add(str(params.get("variant") or ""))
     cases = [r["case"] for r in store.query('SELECT DISTINCT "case" FROM runs ORDER BY id')]
     own_cache: Dict[str, Tuple[Dict[str, Any], str]] = {}

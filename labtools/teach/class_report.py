@@ -30,7 +30,7 @@ import pandas as pd
 
 from labtools.errors import InputError
 from labtools.teach import class_plots
-from labtools.teach.class_data import ClassData, collect
+from labtools.teach.class_data import ClassData, Submission, collect
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -129,7 +129,7 @@ def summary_lines(data: ClassData) -> List[str]:
              f"results file" + (f"; variants from {data.variants_file}"
                                 if data.variants_file else "; each student's variant is "
                                 "their student id")]
-    lines += [f"  {s.student} ({s.assignment}): {s.note}" for s in subs if s.note]
+    lines += [f"  {_who(s)}: {s.note}" for s in subs if s.note]
     foreign = [s for s in subs if s.problems]
     if foreign:
         lines.append("not measured on their own network (their measured checks fail):")
@@ -141,6 +141,11 @@ def summary_lines(data: ClassData) -> List[str]:
     lines += _machine_lines(data)
     lines += _lab_lines(data)
     return lines
+
+
+def _who(sub: Submission) -> str:
+    """``student (assignment)``, or the student alone where no assignment was read."""
+    return f"{sub.student} ({sub.assignment})" if sub.assignment else sub.student
 
 
 def _copy_lines(data: ClassData) -> List[str]:

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from labtools.errors import EnvironmentProblem, InputError
 
@@ -90,27 +90,69 @@ def build(solutions: Path = Path("solutions"), students: Path = Path("notebooks"
     return changed
 
 
-def make_workspace(students: Path, folder: Path) -> Tuple[List[Path], List[Path]]:
+class WorkspaceFiles(NamedTuple):
+    """What :func:`make_workspace` did: the files it ``added``, those it ``kept`` (the
+    student's work), and the symbolic ``links`` it found in their place and left alone."""
+
+    added: List[Path]
+    kept: List[Path]
+    links: List[Path]
+
+
+def make_workspace(students: Path, folder: Path) -> WorkspaceFiles:
     """A student's workspace in ``folder``: a copy of every file of ``students`` (the
     student notebooks, and any file a lab hands out beside them, e.g. a skeleton module)
     that is not there yet; a file already there is the student's work and stays as it is.
-    Returns (added, kept). Nothing from ``solutions/`` ever goes in."""
+    Nothing is written outside ``folder`` or through a link: a symbolic link in the place
+    of a file (dangling or not) is left alone and returned in ``links``. Nothing from
+    ``solutions/`` ever goes in.
+
+    Raises:
+        InputError: no student notebooks; ``folder`` (or a folder above it) is a file, a
+            dangling link, or a folder this user may not write.
+    """
     if not notebook_names(students):
         raise InputError(f"no student notebooks in {students} (labtools notebooks build)")
     names = sorted(p.name for p in students.iterdir()
                    if p.is_file() and not p.name.startswith("."))
-    if folder.exists() and not folder.is_dir():
+    if (folder.exists() or folder.is_symlink()) and not folder.is_dir():
         raise InputError(f"{folder} is not a folder")
-    folder.mkdir(parents=True, exist_ok=True)
-    added, kept = [], []
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise InputError(f"cannot create the workspace {folder}: {err.strerror}") from None
+    done = WorkspaceFiles([], [], [])
     for name in names:
         target = folder / name
-        if target.exists():
-            kept.append(target)
-            continue
-        shutil.copy(students / name, target)
-        added.append(target)
-    return added, kept
+        if _copy_new(students / name, target):
+            done.added.append(target)
+        else:
+            (done.links if target.is_symlink() else done.kept).append(target)
+    return done
+
+
+def _copy_new(source: Path, target: Path) -> bool:
+    """Copy ``source`` to a new file ``target``; False when ``target`` exists (a file, a
+    folder or a link, dangling or not: ``O_EXCL`` never follows one).
+
+    Raises:
+        InputError: ``target`` cannot be written (its folder may not be written, a full
+            disk); nothing is left of it.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    try:
+        fd = os.open(target, flags, source.stat().st_mode & 0o777)
+    except FileExistsError:
+        return False
+    except OSError as err:
+        raise InputError(f"cannot write {target}: {err.strerror}") from None
+    try:
+        with os.fdopen(fd, "wb") as out, source.open("rb") as src:
+            shutil.copyfileobj(src, out)
+    except OSError as err:
+        target.unlink(missing_ok=True)
+        raise InputError(f"cannot write {target}: {err.strerror}") from None
+    return True
 
 
 def stale(solutions: Path = Path("solutions"), students: Path = Path("notebooks")) -> List[str]:
