@@ -60,3 +60,12 @@ def test_jain_index():
     for bad in ([], [0, 0], [-1, 2]):
         with pytest.raises(InputError):
             jain_index(bad)
+
+
+def test_jain_on_rate_over_fair_share_is_one_when_each_got_its_share():
+    """docs/reference.md: a flow held to 5 Mbit/s by its own link beside one whose fair
+    share is 14 got exactly its share; raw rates would say 0.82, rate / share says 1.0.
+    A starved connection counts: x = 1 and 0 give 0.5."""
+    assert jain_index([14.0, 5.0]) == pytest.approx(0.8167, abs=1e-4)
+    assert jain_index([14.0 / 14.0, 5.0 / 5.0]) == 1.0
+    assert jain_index([1.0, 0.0]) == 0.5

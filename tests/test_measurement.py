@@ -4,12 +4,14 @@ outputs, and every one of them saved and rebuilt from the store without a networ
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 import pytest
 
 from labtools.judge import policy
 from labtools.judge.capacity import judge_capacity
-from labtools.judge.measurement import JudgeContext, ProbeCall, judge_output
+from labtools.judge.measurement import JudgeContext, ProbeCall, judge_output, judge_summary
 from labtools.judge.shares import flows_spec, judge_flows
 from labtools.model import expect
 from labtools.model.catalog import load_topology
@@ -215,3 +217,41 @@ def test_flows_that_started_far_apart_say_little_about_sharing(capture):
     assert next(v for v in near.verdicts if v.metric == "start spread").verdict == "ok"
     row = next(v for v in far.verdicts if v.metric == "start spread")
     assert row.verdict == "inconclusive" and "ran alone" in row.reason
+
+
+def _lossy():
+    """Two hosts on one 20 Mbit/s, 10 ms link that loses 1 %: the loss-limited estimate
+    (Mathis et al.) 7.09 Mbit/s is below the goodput ceiling 19.13."""
+    from labtools.model.topology import Link, Node, Topology
+
+    return Topology("lossy", (Node("h1"), Node("h2")),
+                    (Link("h1", "h2", bw_mbps=20, delay_ms=10, loss_pct=1.0),))
+
+
+def test_tcp_above_the_loss_limited_estimate_is_a_note_not_invalid():
+    """CUBIC may exceed Mathis et al.'s (Reno's) rate: a receiver at 12 Mbit/s and a sender
+    at 12.4 on the lossy link are within what it carries, so nothing is invalid."""
+    topo = _lossy()
+    e = expect.expect_pair(topo, "h1", "h2")
+    assert e.tcp_limit_mbps == e.mathis_limit_mbps < e.tcp_goodput_ceiling_mbps
+    run = RateSummary(sender_mbps=12.4, receiver_mbps=12.0, steady_mbps=12.0, warmup_s=0.0,
+                      duration_s=10.0, streams=1)
+    rows = judge_summary(run, e, JudgeContext(), topo)
+    assert [(v.metric, v.verdict) for v in rows] == [("receiver_rate", "ok")]
+    assert "above the loss-limited estimate" in rows[0].reason
+    # above what the link carries stays impossible, for the receiver and the sender
+    over = replace(run, sender_mbps=21.0, steady_mbps=20.5, receiver_mbps=20.5)
+    rows = judge_summary(over, e, JudgeContext(), topo)
+    assert [(v.metric, v.verdict) for v in rows] == [("receiver_rate", "invalid"),
+                                                     ("sender_rate", "invalid")]
+    assert rows[0].expected == pytest.approx(e.tcp_goodput_ceiling_mbps)
+
+
+def test_the_median_under_load_names_its_replies(capture):
+    """A real ping judged as if a2 -> b2 loaded the capture dumbbell: the median's reason
+    carries the replies it rests on."""
+    m = judge_output("ping", _text("ping", "normal.txt"), capture, "a1", "b1",
+                     JudgeContext(load=("a2", "b2")))
+    median = next(v for v in m.verdicts if v.metric == "rtt_p50 under load")
+    assert m.summary.samples > 0
+    assert f"median {m.summary.p50_ms:.1f} ms of {m.summary.samples} replies" in median.reason

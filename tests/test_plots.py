@@ -303,15 +303,19 @@ def test_latency_percentiles_on_a_log_axis(capture_topo):
                                         expected_ms=e.rtt_ms, max_ms=e.max_rtt_ms,
                                         typical_ms=e.rtt_ms + 1)
     lines = lines_by_label(ax)
-    idle = lines[f"idle ({len(normal)} samples)"]
+    # each series says how many replies it rests on and the last percentile they reach
+    assert 10 <= len(normal) < 100
+    idle = lines[f"idle ({len(normal)} replies, up to p90)"]
     assert list(idle.get_ydata()) == sorted(normal["rtt_ms"])
     assert idle.get_xdata()[0] == 1 and idle.get_xdata()[-1] == pytest.approx(len(normal))
     assert ax.get_xscale() == "log"
     assert any(lb.startswith("worst the links produce") for lb in lines)
     assert any(lb.startswith("typical under one TCP flow") for lb in lines)
-    # a few replies reach p90: no tick promises a p99 or p99.9 they cannot show
-    assert len(normal) < 100
+    # a few replies reach p90: no tick promises a p99 or p99.9 they cannot show, and the
+    # axis says what p99 would need (counted on the longest series)
     assert [t.get_text() for t in ax.get_xticklabels()] == ["0%", "50%", "90%"]
+    most = max(len(normal), int(lossy["rtt_ms"].notna().sum()))
+    assert ax.get_xlabel().endswith(f"; p99 needs >= 100 replies; {most} here")
 
 
 def test_latency_percentiles_of_a_dense_train_reach_the_tail():
@@ -325,6 +329,32 @@ def test_latency_percentiles_of_a_dense_train_reach_the_tail():
     ax = pitfall_plots.plot_latency_percentiles({"dense": dense})
     assert [t.get_text() for t in ax.get_xticklabels()] == ["0%", "50%", "90%", "99%", "99.9%"]
     assert ax.get_xlim()[1] == pytest.approx(1000)
+    assert "dense (1000 replies, up to p99.9)" in lines_by_label(ax)
+    assert ax.get_xlabel() == "percentile (log scale of 1 / (1 - p))"  # nothing missing
+
+
+def test_latency_percentiles_of_200_replies_say_p999_needs_more():
+    """200 replies (derived by repeating a real capture's samples) reach p99, not p99.9:
+    the plot says so instead of drawing the largest sample as p99.9."""
+    import pandas as pd
+
+    values = list(parsed("ping", "ping", "normal.txt").table["rtt_ms"].dropna())
+    train = pd.DataFrame({"rtt_ms": (values * (200 // len(values) + 1))[:200]})
+    ax = pitfall_plots.plot_latency_percentiles({"train": train})
+    assert "train (200 replies, up to p99)" in lines_by_label(ax)
+    assert ax.get_xlabel().endswith("; p99.9 needs >= 1000 replies; 200 here")
+
+
+def test_latency_percentiles_leave_out_duplicate_replies():
+    """A duplicate reply (ping's DUP!, a real capture) is not a sample: the plot counts the
+    replies the ping's summary rests on."""
+    from labtools.tools.summaries import reply_count
+
+    run = parsed("ping", "ping", "duplicates.txt")
+    replies = reply_count(run.rows)
+    assert run.table["duplicate"].any() and replies < run.table["rtt_ms"].notna().sum()
+    ax = pitfall_plots.plot_latency_percentiles({"run": run.table})
+    assert any(label.startswith(f"run ({replies} repl") for label in lines_by_label(ax))
 
 
 def test_window_sweep_marks_window_over_rtt_and_the_bdp(capture_topo):

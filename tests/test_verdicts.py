@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from labtools.errors import InputError
 from labtools.judge import policy, verdicts
 from labtools.judge.machine import MachineProfile
 from labtools.model import expect
@@ -233,3 +234,63 @@ def test_a_flow_a_little_above_its_share_is_ordinary_tcp():
     assert verdicts.share_verdict("a1-b1", 1.20 * fair, fair, 28.7, True).verdict == "ok"
     above = verdicts.share_verdict("a1-b1", 1.30 * fair, fair, 28.7, True)
     assert above.verdict == "suspicious" and "uneven sharing" in above.reason
+
+
+# --- the loss-limited rate is an estimate ------------------------------------------------
+#: a 20 Mbit/s, 10 ms link losing 1 %: RTT 20 ms, Mathis' estimate 1448 B x 8 / 20 ms x
+#: sqrt(3/2) / sqrt(0.01) = 7.09 Mbit/s, below the goodput ceiling 19.13
+LOSSY_ESTIMATE = expect.mathis_limit_mbps(20.0, 0.01)
+LOSSY_CEILING = expect.tcp_goodput_ceiling_mbps(20)
+
+
+def test_tcp_above_the_loss_limited_estimate_is_not_invalid():
+    """CUBIC may exceed Mathis et al.'s rate (Reno's): above it, within what the path
+    carries, is ok with a note; only above the path's ceiling is invalid."""
+    assert LOSSY_ESTIMATE == pytest.approx(7.094, abs=1e-3)
+    above = verdicts.loss_limited_verdict(12.0, LOSSY_ESTIMATE, LOSSY_CEILING)
+    assert above.verdict == "ok" and above.expected == LOSSY_ESTIMATE
+    assert "above the loss-limited estimate 7.09" in above.reason
+    assert "CUBIC may exceed it" in above.reason and "within the 19.13" in above.reason
+    impossible = verdicts.loss_limited_verdict(20.0, LOSSY_ESTIMATE, LOSSY_CEILING)
+    assert impossible.verdict == "invalid" and impossible.expected == LOSSY_CEILING
+    # near the estimate: judged against it like any expectation
+    near = verdicts.loss_limited_verdict(6.5, LOSSY_ESTIMATE, LOSSY_CEILING)
+    assert near.verdict == "ok" and "of the expected 7.09" in near.reason
+    assert verdicts.loss_limited_verdict(2.0, LOSSY_ESTIMATE, LOSSY_CEILING).verdict == "suspicious"
+    # no link limits the rate: above the estimate is still no more than a note
+    free = verdicts.loss_limited_verdict(50.0, LOSSY_ESTIMATE, None)
+    assert free.verdict == "ok" and "no link limits the path" in free.reason
+
+
+# --- percentiles say how many replies they rest on ---------------------------------------
+def test_a_percentile_needs_a_reply_beyond_it():
+    assert [policy.percentile_replies_needed(p) for p in (0.5, 0.9, 0.99, 0.999)] == [
+        1, 10, 100, 1000]
+    assert policy.describe_percentile(0.999, 250.0, 200) == (
+        "p99.9 needs >= 1000 replies; 200 here")
+    assert policy.describe_percentile(0.99, 231.04, 200) == "p99 231.0 ms (of 200 replies)"
+    assert policy.describe_percentile(0.5, 3.0, 1) == "p50 3.0 ms (of 1 reply)"
+    with pytest.raises(InputError):
+        policy.percentile_replies_needed(1.0)
+
+
+def test_the_summaries_leave_out_what_the_policy_says_is_not_there():
+    """The typed ping summary (tools layer, which cannot import the policy) leaves out a
+    percentile exactly when the policy's rule says it needs more replies."""
+    from labtools.tools.summaries import PERCENTILES, percentile_needs
+
+    for p in PERCENTILES:
+        if p > 0.5:
+            assert percentile_needs(p) == policy.percentile_replies_needed(p)
+
+
+def test_the_median_under_load_says_how_many_replies_it_rests_on():
+    from labtools.model.catalog import load_topology
+    from labtools.model.queues import loaded_rtt
+
+    topo = load_topology("dumbbell,pairs=2,bw_mbps=5,delay_ms=23,queue_pkts=105")
+    model = loaded_rtt(topo, "a1", "b1", "a2", "b2")
+    ok = verdicts.loaded_rtt_verdict(model.typical_ms, model, replies=200)
+    assert ok.verdict == "ok" and f"median {model.typical_ms:.1f} ms of 200 replies" in ok.reason
+    off = verdicts.loaded_rtt_verdict(100.0, model, replies=1)
+    assert off.verdict == "suspicious" and "median 100.0 ms of 1 reply is" in off.reason

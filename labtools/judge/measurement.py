@@ -15,7 +15,7 @@ made a measurement, with the arguments that identify it (replayed grading matche
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from labtools.errors import InputError
@@ -187,21 +187,43 @@ def judge_summary(summary: Summary, expected: Optional[PairExpectation],
     ceiling = expected.tcp_limit_mbps  # the goodput ceiling, or less where loss caps TCP
     if ceiling is None:  # no link limits the path: the machine does
         return [verdicts.machine_rate_verdict(summary.steady_mbps, machine)]
+    carry = carry_limit_mbps(expected)
     limit = window_limit_mbps(context.window_bytes, expected.rtt_ms)
-    if limit is not None and (ceiling is None or limit < ceiling):
+    if limit is not None and limit < ceiling:
         granted = window_limit_mbps(context.granted_window_bytes, expected.rtt_ms)
+        cap = ceiling if carry is None else carry  # a window above the loss estimate may hold
         return [verdicts.window_verdict(summary.steady_mbps, limit, machine,
-                                        None if granted is None else min(granted, ceiling))]
-    rows = [verdicts.rate_verdict(summary.steady_mbps, ceiling, load_mbps=context.load_mbps,
-                                  machine=machine)]
+                                        None if granted is None else min(granted, cap))]
+    rows = [tcp_rate_verdict(summary.steady_mbps, expected, context.load_mbps, machine)]
     if summary.reverse_receiver_mbps is not None and topo is not None:  # --bidir
-        back = expect_pair(topo, expected.dst, expected.src).tcp_limit_mbps
-        rows.append(verdicts.rate_verdict(summary.reverse_receiver_mbps, back,
-                                          metric="reverse receiver_rate", machine=machine))
-    guard = verdicts.sender_guard(summary.sender_mbps, ceiling)
+        rows.append(tcp_rate_verdict(summary.reverse_receiver_mbps,
+                                     expect_pair(topo, expected.dst, expected.src), None,
+                                     machine, "reverse receiver_rate"))
+    guard = verdicts.sender_guard(summary.sender_mbps, carry)
     if guard is not None:
         rows.append(guard)
     return rows
+
+
+def carry_limit_mbps(expected: PairExpectation) -> Optional[float]:
+    """The TCP goodput the pair's path can carry (Mbit/s): its goodput ceiling, or less
+    where a queue limit caps it; unlike ``tcp_limit_mbps``, without the loss-limited rate,
+    which is an estimate (None: no link limits the path)."""
+    return replace(expected, mathis_limit_mbps=None).tcp_limit_mbps
+
+
+def tcp_rate_verdict(measured_mbps: Optional[float], expected: PairExpectation,
+                     load_mbps: Optional[float] = None, machine: Optional[MachineProfile] = None,
+                     metric: str = "receiver_rate") -> Verdict:
+    """A TCP receiver's rate against what its path allows: on a path whose loss-limited
+    rate (Mathis et al.) is below what it carries, that rate is an estimate (above it is
+    ``ok`` with a note: CUBIC may exceed it); else against ``tcp_limit_mbps``."""
+    carry, estimate = carry_limit_mbps(expected), expected.mathis_limit_mbps
+    if estimate is not None and (carry is None or estimate < carry):
+        return verdicts.loss_limited_verdict(measured_mbps, estimate, carry, metric, load_mbps,
+                                             machine)
+    return verdicts.rate_verdict(measured_mbps, expected.tcp_limit_mbps, metric, load_mbps,
+                                 machine)
 
 
 def _rtt_verdicts(summary: RttSummary, expected: PairExpectation, context: JudgeContext,
@@ -227,7 +249,7 @@ def _rtt_verdicts(summary: RttSummary, expected: PairExpectation, context: Judge
     short = _short_load(topo, context)
     full = (f"{model.queue_link}'s queue full" if model.queue_link
             else "no queue of the load's on the way")
-    return [verdicts.loaded_rtt_verdict(summary.p50_ms, model, added, short),
+    return [verdicts.loaded_rtt_verdict(summary.p50_ms, model, added, short, summary.samples),
             verdicts.rtt_bound_verdict(summary.max_after_first_ms, model.high_ms, known,
                                        expected.unbounded_links, shaped, full, short, late)]
 

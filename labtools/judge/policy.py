@@ -20,6 +20,14 @@ Windows
     against window / RTT, with the window the kernel granted when the probe read it
     (``ss``), else the one asked for; more than ``WINDOW_GRANT_MAX`` times the asked
     window / RTT is impossible on any Linux.
+Percentiles
+    A percentile p of a ping series is reported only when at least one reply lies beyond
+    it: ``ceil(1 / (1 - p))`` replies (p90 10, p99 100, p99.9 1000), else it is just the
+    largest sample. Every percentile reported says how many replies it rests on.
+Loss
+    The loss-limited rate (Mathis et al.) is Reno's estimate: a TCP rate above it but
+    within what the path carries is ``ok`` with a note (CUBIC may exceed it), never
+    ``invalid``.
 Fairness
     Jain's index of each connection's rate / its max-min fair share, over the connections
     one link shares out, is ``ok`` from ``JAIN_OK`` up. A flow from ``RATE_OK_LOW`` to
@@ -38,7 +46,9 @@ The machine
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Optional
 
 from labtools.errors import InputError
 
@@ -65,6 +75,11 @@ LOAD_AT_RATE = 0.90
 #: (docs/running.md, "Where the kernel cannot emulate").
 MIN_RTT_PING_COUNT = 60
 MIN_RTT_PING_INTERVAL_S = 0.05
+
+# --- percentiles -------------------------------------------------------------------------
+#: replies that must lie beyond a percentile before it is reported: with none beyond it,
+#: a percentile is simply the largest sample (p99.9 of 200 pings is their maximum)
+PERCENTILE_REPLIES_BEYOND = 1
 
 # --- rates -------------------------------------------------------------------------------
 RATE_OK_LOW = 0.70
@@ -125,6 +140,39 @@ def rtt_tolerance_ms(expected_ms: float) -> float:
 def outlier_threshold_ms(min_ms: float) -> float:
     """RTT samples above this (ms) are outliers in a series whose minimum is ``min_ms``."""
     return min_ms + max(OUTLIER_ABS_MS, OUTLIER_REL * min_ms)
+
+
+def percentile_replies_needed(p: float) -> int:
+    """Replies a percentile ``p`` (a fraction, 0 < p < 1) needs before it is reported:
+    :data:`PERCENTILE_REPLIES_BEYOND` beyond it, ``ceil(1 / (1 - p))``: 10 for p90, 100
+    for p99, 1000 for p99.9; a median needs one reply."""
+    if not 0 < p < 1:
+        raise InputError(f"a percentile is a fraction within 0..1 (exclusive), got {p!r}")
+    if p <= 0.5:
+        return 1
+    return PERCENTILE_REPLIES_BEYOND * math.ceil(round(1 / (1 - p), 9))
+
+
+def percentile_name(p: float) -> str:
+    """``p50``, ``p99``, ``p99.9`` for 0.5, 0.99, 0.999."""
+    return f"p{round(100 * p, 6):g}"
+
+
+def replies_text(count: int) -> str:
+    """``1 reply``, ``200 replies``."""
+    return f"{count} repl{'y' if count == 1 else 'ies'}"
+
+
+def describe_percentile(p: float, value_ms: Optional[float], replies: int) -> str:
+    """A percentile of an RTT series with the replies it rests on: ``p99 231.0 ms (of 200
+    replies)``; one that needs more replies than there are says so instead of a number:
+    ``p99.9 needs >= 1000 replies; 200 here``."""
+    needed = percentile_replies_needed(p)
+    if replies < needed:
+        return f"{percentile_name(p)} needs >= {replies_text(needed)}; {replies} here"
+    if value_ms is None:
+        return f"{percentile_name(p)}: no value (of {replies_text(replies)})"
+    return f"{percentile_name(p)} {value_ms:.1f} ms (of {replies_text(replies)})"
 
 
 def rate_ok(measured_mbps: float, expected_mbps: float) -> bool:

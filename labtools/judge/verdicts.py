@@ -17,7 +17,9 @@ Rates
     RATE_MAX`` of its expectation is ``ok``; above, ``invalid`` (more than the path can
     carry); below, ``suspicious`` when this machine could carry the load and
     ``inconclusive`` when it could not (its calibrated forwarding rate). A sender rate above
-    the goodput ceiling gets an ``invalid`` row of its own.
+    the goodput ceiling gets an ``invalid`` row of its own. On a lossy path the loss-limited
+    rate (Mathis et al.) is an estimate, not a ceiling: TCP above it but within what the
+    path carries is ``ok``, with a note (CUBIC may exceed it).
 UDP
     The received rate is judged against the smaller of the sent rate and the path's UDP
     goodput ceiling; offered clearly more than the path carries, it must lose datagrams.
@@ -199,13 +201,16 @@ def _load_fell_short(metric: str, want: float, got: float, short_load: str,
 
 
 def loaded_rtt_verdict(p50_ms: Optional[float], model: "LoadedRtt", machine_ms: float = 0.0,
-                       short_load: Optional[str] = None) -> Verdict:
+                       short_load: Optional[str] = None, replies: Optional[int] = None
+                       ) -> Verdict:
     """The median RTT under a TCP load against the queue model's typical RTT
     (:mod:`labtools.model.queues`) plus what this machine adds: within
     :data:`~labtools.judge.policy.LOADED_RTT_TOL_REL` is ``ok``. ``short_load``: why the
-    load did not drive its link at the link's rate (then ``inconclusive``)."""
+    load did not drive its link at the link's rate (then ``inconclusive``). ``replies``:
+    how many replies the median rests on (named in the reason)."""
     metric = "rtt_p50 under load"
     want = model.typical_ms + machine_ms
+    of = "" if replies is None else f" of {policy.replies_text(replies)}"
     where = (f"{model.load_src}->{model.load_dst} fills {model.queue_link}'s queue: RTT "
              f"{model.low_ms:.1f}-{model.high_ms:.1f} ms" if model.queue_link else
              f"{model.load_src}->{model.load_dst} fills no queue on this pair's way")
@@ -217,10 +222,10 @@ def loaded_rtt_verdict(p50_ms: Optional[float], model: "LoadedRtt", machine_ms: 
     tol = max(policy.RTT_TOL_MS, policy.LOADED_RTT_TOL_REL * want)
     if abs(p50_ms - want) <= tol:
         return Verdict(metric, want, p50_ms, "ms", OK,
-                       f"median {p50_ms:.1f} ms ≈ the model's {want:.1f} ms ({where})")
+                       f"median {p50_ms:.1f} ms{of} ≈ the model's {want:.1f} ms ({where})")
     side = "above" if p50_ms > want else "below"
     return Verdict(metric, want, p50_ms, "ms", SUSPICIOUS,
-                   f"median {p50_ms:.1f} ms is {abs(p50_ms / want - 1):.0%} {side} the model's "
+                   f"median {p50_ms:.1f} ms{of} is {abs(p50_ms / want - 1):.0%} {side} the model's "
                    f"{want:.1f} ms ({where}): another flow, a different congestion control "
                    "or queue than the topology says")
 
@@ -245,6 +250,26 @@ def rate_verdict(measured_mbps: Optional[float], expected_mbps: Optional[float],
         return Verdict(metric, expected_mbps, measured_mbps, "Mbit/s", OK,
                        f"{ratio:.0%} of the expected {expected_mbps:.2f} Mbit/s")
     return _low_rate(metric, measured_mbps, expected_mbps, load_mbps or expected_mbps, machine)
+
+
+def loss_limited_verdict(measured_mbps: Optional[float], estimate_mbps: float,
+                         carry_mbps: Optional[float], metric: str = "receiver_rate",
+                         load_mbps: Optional[float] = None,
+                         machine: Optional[MachineProfile] = None) -> Verdict:
+    """A TCP rate on a lossy path: ``estimate_mbps`` is the loss-limited rate (Mathis et
+    al., Reno's), ``carry_mbps`` what the path carries (its goodput ceiling or queue cap).
+    Above what the path carries is ``invalid``; above the estimate but within it, ``ok``
+    with a note (an estimate, which CUBIC may exceed); else judged against the estimate."""
+    if (measured_mbps is not None and carry_mbps is not None
+            and measured_mbps > carry_mbps * policy.RATE_MAX):
+        return rate_verdict(measured_mbps, carry_mbps, metric)
+    if measured_mbps is None or measured_mbps <= estimate_mbps * policy.RATE_MAX:
+        return rate_verdict(measured_mbps, estimate_mbps, metric, load_mbps, machine)
+    within = ("no link limits the path" if carry_mbps is None
+              else f"within the {carry_mbps:.2f} the path carries")
+    return Verdict(metric, estimate_mbps, measured_mbps, "Mbit/s", OK,
+                   f"{measured_mbps:.2f} Mbit/s is above the loss-limited estimate "
+                   f"{estimate_mbps:.2f} (Mathis et al., Reno's; CUBIC may exceed it), {within}")
 
 
 def _low_rate(metric: str, measured: float, expected: float, load: float,

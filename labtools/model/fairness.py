@@ -140,7 +140,12 @@ def max_min_shares(topo: Topology, flows: Sequence[Flow]) -> List[FlowShare]:
 
 def jain_index(rates: Sequence[float]) -> float:
     """Jain's fairness index (sum x)^2 / (n * sum x^2): 1.0 when all are equal, 1/n when
-    one flow takes everything. Rates must be >= 0 and not all zero."""
+    one flow takes everything. Values must be >= 0 and not all zero.
+
+    The kit's verdicts (:mod:`labtools.judge.shares`) pass each connection's rate divided
+    by its max-min fair share, not raw rates: then 1.0 means every connection got its fair
+    share, also where the fair shares differ (Jain, Chiu and Hawe's x = throughput /
+    fair throughput)."""
     values = [float(r) for r in rates]
     if not values:
         raise InputError("Jain's index needs at least one rate")

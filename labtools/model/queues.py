@@ -19,12 +19,20 @@ The model, for one TCP flow (the *load*) and a ping that crosses the load's bott
 queue in the same direction as the load's data:
 
 - The load fills the bottleneck queue (Q frames, link rate R) until netem drops a packet.
-  The ping then spends ``max(delay, Q x 1514 B / R)`` on that link: the RTT's top.
+  The ping then spends ``max(delay, Q x 1514 B / R)`` on that link (the link drains at
+  its rate, so the delay and the drain overlap): the RTT's top.
 - On a drop, CUBIC (Linux's default) cuts its window to :data:`CUBIC_BETA` of itself. The
   window is the queue plus the packets on the rest of the path (R x the rest of the RTT),
   so the queue falls to ``beta x (Q + rest) - rest`` frames: the RTT's bottom.
 - The queue then grows back: a ping sees RTTs between the two, typically (median) near
   their midpoint (measured: 242 ms against the model's 236 ms).
+
+The model is the steady state of a saturated link: the load past its slow start, the
+link draining at its rate all the time (the kit's pings under load start 2 s after the
+load). A burst onto an idle link is another case, which the model does not cover: up to Q
+packets that arrive within one delay serve it together and then drain at R, so the last
+waits ``delay + Q x 1514 B / R`` (not the max of the two): 277 ms on the link above, where
+the steady state gives 254 ms (docs/reference.md, "The physics behind the expected values").
 
 A ping that does not cross the load's bottleneck queue (another path, or the other
 direction) sees the idle RTT. A rate the machine cannot drive (under software emulation)

@@ -9,8 +9,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple
 
 from labtools.errors import InputError
+from labtools.judge import policy
 from labtools.model.expect import bdp_bytes, window_rate_mbps
 from labtools.teach.plots import _need, new_axes
+from labtools.tools.summaries import PERCENTILES
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -29,18 +31,26 @@ def plot_latency_percentiles(series: Dict[str, "pd.DataFrame"], expected_ms: Opt
     horizontal lines. A series reaches only as far along the axis as its replies do: the
     percentiles beyond them (p99 of fewer than 100 replies) are not drawn, and the axis
     ends at the largest series' last percentile (a dense train of 1000 replies reaches
-    p99.9)."""
+    p99.9). Each series' label says how many replies it rests on and the last percentile
+    they reach; the axis' label names the next one and the replies it needs
+    (:func:`labtools.judge.policy.describe_percentile`). Duplicate replies are left out,
+    as in the ping's summary."""
     ax = new_axes(ax)
     top = 0.0
+    counts = []
     for label, table in series.items():
         _need(table, ["rtt_ms"], "ping table")
-        values = sorted(float(v) for v in table["rtt_ms"].dropna())
+        replies = table[~table["duplicate"].astype(bool)] if "duplicate" in table else table
+        values = sorted(float(v) for v in replies["rtt_ms"].dropna())
         if not values:
             raise InputError(f"{label}: no replies to plot")
         n = len(values)
         xs = [1 / (1 - i / n) for i in range(n)]  # the i-th smallest is at percentile i/n
-        ax.step(xs, values, where="post", linewidth=2, label=f"{label} ({n} samples)")
+        reached = [p for p in PERCENTILES if policy.percentile_replies_needed(p) <= n]
+        ax.step(xs, values, where="post", linewidth=2, label=f"{label} "
+                f"({policy.replies_text(n)}, up to {policy.percentile_name(reached[-1])})")
         top = max(top, values[-1])
+        counts.append(n)
     for value, style, text in ((expected_ms, ":", "propagation"),
                                (typical_ms, "--", "typical under one TCP flow (model)"),
                                (max_ms, "-.", "worst the links produce (every queue full)")):
@@ -49,13 +59,16 @@ def plot_latency_percentiles(series: Dict[str, "pd.DataFrame"], expected_ms: Opt
                        label=f"{text}: {value:.1f} ms")
             top = max(top, value)
     ax.set_xscale("log")
-    reach = max(10.0, max(len(t["rtt_ms"].dropna()) for t in series.values()))
+    reach = max(10.0, max(counts))
     ticks = [(x, text) for x, text in ((1, "0%"), (2, "50%"), (10, "90%"), (100, "99%"),
                                        (1000, "99.9%"), (10000, "99.99%")) if x <= reach]
     ax.set_xticks([x for x, _ in ticks])
     ax.set_xticklabels([text for _, text in ticks])
-    return _finish_log_x(ax, (1, reach), top * 1.15, "percentile (log scale of 1 / (1 - p))",
-                         "round-trip time (ms)", "Latency by percentile: the tail, not the mean")
+    beyond = [p for p in PERCENTILES if policy.percentile_replies_needed(p) > max(counts)]
+    xlabel = "percentile (log scale of 1 / (1 - p))" + (
+        f"; {policy.describe_percentile(beyond[0], None, max(counts))}" if beyond else "")
+    return _finish_log_x(ax, (1, reach), top * 1.15, xlabel, "round-trip time (ms)",
+                         "Latency by percentile: the tail, not the mean")
 
 
 def plot_window_sweep(windows_bytes: Sequence[int], rates_mbps: Sequence[Optional[float]],
