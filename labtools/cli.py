@@ -31,6 +31,7 @@ COMMANDS = {
     "vm": "labtools.commands.vm_cmd",
     "doctor": "labtools.commands.doctor_cmd",
     "class-report": "labtools.commands.class_report_cmd",
+    "shell": "labtools.commands.shell_cmd",
 }
 
 

@@ -100,6 +100,7 @@ class LabSession(LabBase, HostRunner):
         self._guard: Any = None
         self._group: Optional[str] = None
         self._versions: Dict[str, Optional[str]] = {}
+        self._record: Optional[Path] = None  # how a terminal enters the nodes
 
     # --- lifecycle --------------------------------------------------------------------
     def __enter__(self) -> "LabSession":
@@ -123,7 +124,10 @@ class LabSession(LabBase, HostRunner):
         """Check the machine, open the results store, start the network, calibrate.
 
         With Linux bridges (the default) the network lives in a sandbox of this user
-        (:mod:`labtools.lab.sandbox`): no root needed, nothing left when the process ends."""
+        (:mod:`labtools.lab.sandbox`): no root needed, nothing left when the process ends.
+        While it runs, a record says how to enter its nodes (``labtools shell NODE``,
+        :mod:`labtools.lab.running_labs`); :meth:`stop` removes it."""
+        from labtools.lab import running_labs
         from labtools.lab.network import MininetBackend
         from labtools.system.signals import guard_signals
 
@@ -139,6 +143,9 @@ class LabSession(LabBase, HostRunner):
         self._backend, self._calibration_net = backend, net
         try:
             self._backend.start()
+            self._record = running_labs.register(
+                self._backend, self.topo, self.session_id, self.case,
+                self.store.path if self.store is not None else None)
             if net is not None:
                 from labtools.lab.calibration import calibrate, remember
 
@@ -157,6 +164,10 @@ class LabSession(LabBase, HostRunner):
 
     def stop(self) -> None:
         """Stop servers and the network (idempotent)."""
+        from labtools.lab.running_labs import unregister
+
+        record, self._record = self._record, None
+        unregister(record)
         try:
             for proc in self._servers:
                 terminate(proc)

@@ -57,6 +57,13 @@ GROUPS = """CREATE TABLE IF NOT EXISTS groups (
         "case" TEXT NOT NULL DEFAULT '', spec_json TEXT NOT NULL, summary_json TEXT NOT NULL,
         verdicts_json TEXT NOT NULL, context_json TEXT, started_at TEXT NOT NULL,
         finished_at TEXT NOT NULL)"""
+#: what was typed on a node and what it printed (:mod:`labtools.results.transcripts`); a
+#: file written before it existed reads as holding none (created at its next write)
+TRANSCRIPTS = """CREATE TABLE IF NOT EXISTS shell_transcripts (
+        id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL DEFAULT '',
+        "case" TEXT NOT NULL DEFAULT '', topology TEXT NOT NULL DEFAULT '',
+        node TEXT NOT NULL, student TEXT, started_at TEXT NOT NULL, ended_at TEXT NOT NULL,
+        ended_by TEXT NOT NULL, commands_json TEXT NOT NULL, transcript TEXT NOT NULL)"""
 #: the columns of ``runs`` a save writes (all but ``id``), in order
 RUN_COLUMNS = (
     "schema_version", "started_at", "finished_at", "topology", "topology_json",
@@ -77,6 +84,7 @@ STATEMENTS = [
         row INTEGER NOT NULL, values_json TEXT NOT NULL, PRIMARY KEY (run_id, row))""",
     RUNS_INDEX,
     GROUPS,
+    TRANSCRIPTS,
 ]
 
 

@@ -41,6 +41,12 @@ since version 3: ``exit_status`` (the tool's; NULL where not known).
 ``summary_json``, ``verdicts_json``, ``context_json``, ``started_at``, ``finished_at``; its
 runs carry its ``id`` as ``group_id``.
 
+``shell_transcripts`` — one row per terminal session on a node (``labtools shell``, a
+notebook's ``run_on``): ``id``, ``session_id``, ``case``, ``topology``, ``node``,
+``student``, ``started_at``, ``ended_at``, ``ended_by``, ``commands_json`` (each command,
+its output and exit status), ``transcript`` (what the terminal showed); see
+:mod:`labtools.results.transcripts`. A file written before it existed reads as holding none.
+
 ``samples(run_id, row, values_json)`` — one row per table row; :meth:`ResultStore.samples`
 rebuilds the DataFrame with its columns and dtypes.
 
@@ -81,6 +87,13 @@ from labtools.results.schema import (
     check_readable,
     create_or_upgrade,
     current_views,
+    tables,
+)
+from labtools.results.transcripts import (
+    TRANSCRIPT_COLUMNS,
+    ShellTranscript,
+    transcript_record,
+    transcript_row,
 )
 from labtools.tools.rows import Rows
 
@@ -88,7 +101,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 __all__ = ["SCHEMA_VERSION", "DEFAULT_PATH", "FILTERS", "ResultStore", "RunRecord",
-           "GroupRecord", "store_file"]
+           "GroupRecord", "ShellTranscript", "store_file"]
 
 DEFAULT_PATH = Path("results") / "labtools.sqlite"
 BUSY_TIMEOUT_S = 30.0
@@ -226,7 +239,33 @@ class ResultStore:
             con.execute(_insert("groups", GROUP_COLUMNS), [row[c] for c in GROUP_COLUMNS])
         return group.id
 
+    def save_transcript(self, record: ShellTranscript) -> int:
+        """Write a terminal session on a node in one transaction; return its id."""
+        row = transcript_row(record)
+        with self._transaction(f"cannot save the shell session on {record.node} to "
+                               f"{self.path}") as con:
+            cursor = con.execute(_insert("shell_transcripts", TRANSCRIPT_COLUMNS),
+                                 [row[c] for c in TRANSCRIPT_COLUMNS])
+            record.id = int(cursor.lastrowid or 0)
+        return record.id
+
     # --- reading -------------------------------------------------------------------
+    def transcripts(self, **filters: Any) -> List[ShellTranscript]:
+        """The terminal sessions on nodes (oldest first); filters as for :meth:`runs` on
+        ``session_id``, ``case``, ``node``, ``student``."""
+        where, args = _where(filters, ("session_id", "case", "node", "student"))
+        con = self._connect()
+        try:
+            if "shell_transcripts" not in tables(con):
+                return []
+        except sqlite3.Error as err:
+            raise StoreError(f"cannot read {self.path}: {err}") from None
+        finally:
+            con.close()
+        rows = self.query(f"SELECT * FROM shell_transcripts{where} ORDER BY id", args)
+        return [transcript_record(dict(r), f"{self.path}: shell_transcripts row {r['id']}")
+                for r in rows]
+
     def query(self, sql: str, args: Sequence[Any] = ()) -> List[sqlite3.Row]:
         """Rows of a read-only SQL query (columns by name)."""
         con = self._connect()

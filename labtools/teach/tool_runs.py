@@ -15,7 +15,12 @@ the student's results file) shows exactly what ran on the student's machine.
 :func:`run_on` runs a command line on one node of the running lab and returns what it
 printed (stdout and stderr), as a terminal on that node would (``mininet> h1 ping ...``);
 ``{NODE}`` in the command is replaced by the address the node reaches NODE at. A replaying
-lab (grading) runs nothing: it returns a line that says so.
+lab (grading) runs nothing: it returns a line that says so. What it ran and printed is
+kept in the lab's results store, as a terminal's session on the node is (``labtools shell
+h1``); :func:`shell_transcripts` gives both back, to grade a step done by hand:
+
+    done = shell_transcripts(lab, "r2")
+    assert any("netem" in out for t in done for out in t.outputs("tc -s qdisc show"))
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ import shlex
 from typing import Any, Iterator, List, Optional, Tuple
 
 from labtools.errors import InputError
+from labtools.results.records import utc_now
+from labtools.results.transcripts import ShellCommand, ShellTranscript
 
 #: characters of a tool's output shown in a folded block (an iperf3 JSON document of a
 #: 10 s run is 15 000-20 000: its start, the settings and first intervals, is shown); the
@@ -150,10 +157,48 @@ def run_on(lab: Any, node: str, command: str, timeout_s: float = HAND_TIMEOUT_S,
         return (f"(grading: nothing runs on the hosts; on the student's machine this ran "
                 f"{node}$ {shlex.join(argv)})")
     lab.check_node(node)
+    started_at = utc_now()
     if server is None:
-        return str(lab.run(node, argv, timeout_s).text)
-    host, text = server
-    server_argv = _argv(lab, host, text)
-    udp = "-u" in server_argv
-    with lab.server(lab.check_node(host), server_argv, _port(server_argv), udp=udp):
-        return str(lab.run(node, argv, timeout_s).text)
+        output = lab.run(node, argv, timeout_s)
+    else:
+        host, text = server
+        server_argv = _argv(lab, host, text)
+        udp = "-u" in server_argv
+        with lab.server(lab.check_node(host), server_argv, _port(server_argv), udp=udp):
+            output = lab.run(node, argv, timeout_s)
+    _keep(lab, node, command, argv, output, started_at)
+    return str(output.text)
+
+
+def _keep(lab: Any, node: str, typed: str, argv: List[str], output: Any,
+          started_at: str) -> None:
+    """Save a by-hand run as a one-command session on ``node`` (when the lab saves)."""
+    store = getattr(lab, "store", None)
+    if store is None:
+        return
+    from labtools.results.ownership import own_student
+
+    line = shlex.join(argv) if _PLACEHOLDER.search(typed) else typed
+    text = str(output.text)
+    store.save_transcript(ShellTranscript(
+        node=node, commands=[ShellCommand(line, text, getattr(output, "exit_status", None))],
+        transcript=text, started_at=started_at, ended_at=utc_now(), ended_by="run_on",
+        session_id=str(getattr(lab, "session_id", "")), case=str(getattr(lab, "case", "")),
+        topology=lab.topo.name, student=own_student() or None))
+
+
+def shell_transcripts(lab: Any, node: Optional[str] = None) -> List[ShellTranscript]:
+    """The terminal sessions on the nodes of ``lab`` (on ``node`` only, when given), oldest
+    first: those of ``labtools shell`` and of :func:`run_on`, each with its commands and
+    their output (:class:`~labtools.results.transcripts.ShellTranscript`). A running lab
+    gives its own session's; a replaying lab (grading) those of its case in the student's
+    results file. Empty when the lab keeps no results."""
+    store = getattr(lab, "store", None)
+    if store is None:
+        return []
+    filters = {"node": lab.topo.node(node).name} if node is not None else {}
+    if getattr(lab, "replaying", False):
+        filters["case"] = lab.case
+    else:
+        filters["session_id"] = lab.session_id
+    return list(store.transcripts(**filters))
