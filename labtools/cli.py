@@ -32,6 +32,7 @@ COMMANDS = {
     "doctor": "labtools.commands.doctor_cmd",
     "class-report": "labtools.commands.class_report_cmd",
     "shell": "labtools.commands.shell_cmd",
+    "answer-key": "labtools.commands.answer_key_cmd",
 }
 
 

@@ -1,0 +1,351 @@
+"""The written questions of labs 00-03, answered for one student's network (labs 04-06:
+:mod:`labtools.judge.answer_key_sharing`).
+
+One function per question (``topology -> QuestionKey``); the registry that names them by
+the id the notebooks show (``02-Q3``) is :data:`labtools.judge.answer_keys.ANSWER_KEYS`.
+Each key holds the values the question gives (``given``: rates, delays, queue limits of the
+student's links), the numbers a full answer computes from them (``values``), the answer in
+words with those numbers, and every yes/no conclusion of the rubric with its condition, as
+it holds for this network. Units are in the names; pure Python.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional, Tuple
+
+from labtools.frame_sizes import IPERF_UDP_FRAME_BYTES, IPERF_UDP_PAYLOAD_BYTES
+from labtools.judge.capacity import is_saturated
+from labtools.model.expect import TCP_FRAME_BYTES, TCP_MSS_BYTES, ping_frame_bytes
+from labtools.model.queues import CUBIC_BETA
+from labtools.model.topology import Link, Topology
+
+#: lab 1's offered UDP payload rate and its capacity search's range (the notebook's
+#: ``RATE_MBPS``, ``START_MBPS`` and ``MAX_MBPS``)
+LAB1_RATE_MBPS = 25
+LAB1_SEARCH_MBPS = (1, 200)
+#: lab 1 Q3: the search's final range the question asks for (Mbit/s)
+LAB1_RESOLUTION_MBPS = 2
+
+
+@dataclass(frozen=True)
+class Conclusion:
+    """A yes/no statement of a rubric: ``holds`` for this network, by ``condition``."""
+
+    name: str
+    holds: bool
+    condition: str
+
+
+@dataclass(frozen=True)
+class QuestionKey:
+    """One written question answered for one network.
+
+    Attributes:
+        question_id: as the notebook shows it, ``02-Q3`` (lab 02, **Q3.**).
+        given: the values the question gives (the student's links), units in the names.
+        values: what a full answer computes from them, units in the names.
+        answer: the full answer in words, with this network's numbers.
+        conclusions: the rubric's yes/no statements as they hold here.
+        yes: for a yes/no question, its answer (None for other questions).
+    """
+
+    question_id: str
+    given: Dict[str, Any]
+    values: Dict[str, float] = field(default_factory=dict)
+    answer: str = ""
+    conclusions: Tuple[Conclusion, ...] = ()
+    yes: Optional[bool] = None
+
+    def as_dict(self) -> Dict[str, Any]:
+        """JSON form: numbers rounded to 4 decimals; ``yes`` only for a yes/no question."""
+        out: Dict[str, Any] = {
+            "question": self.question_id,
+            "given": {k: _rounded(v) for k, v in self.given.items()},
+            "values": {k: _rounded(v) for k, v in self.values.items()},
+            "answer": self.answer,
+            "conclusions": [{"name": c.name, "holds": c.holds, "condition": c.condition}
+                            for c in self.conclusions],
+        }
+        if self.yes is not None:
+            out["yes"] = self.yes
+        return out
+
+
+def _rounded(value: Any) -> Any:
+    return round(value, 4) if isinstance(value, float) else value
+
+
+def _mb(value: float) -> str:
+    return f"{value:.1f} Mbit/s"
+
+
+def _ms(value: float) -> str:
+    return f"{value:.1f} ms"
+
+
+def _bytes(value: float) -> str:
+    return f"{round(value):,}".replace(",", " ") + " bytes"
+
+
+def _rate(link: Link) -> float:
+    return float(link.bw_mbps or 0.0)
+
+
+def _given(topo: Topology, *names: str, queue: bool = False) -> Dict[str, Any]:
+    """Rate, one-way delay (and queue limit) of the named links."""
+    out: Dict[str, Any] = {}
+    for name in names:
+        link = topo.link(name)
+        out[f"{name}_bw_mbps"] = link.bw_mbps
+        out[f"{name}_delay_ms"] = link.delay_ms
+        if queue:
+            out[f"{name}_queue_pkts"] = link.queue_pkts
+    return out
+
+
+def _frames(rate_mbps: float, ms: float) -> float:
+    """Full 1514-byte frames a ``rate_mbps`` link sends in ``ms``."""
+    return rate_mbps * 1e6 * ms / 1e3 / (TCP_FRAME_BYTES * 8)
+
+
+def _bdp(rate_mbps: float, rtt_ms: float) -> float:
+    return rate_mbps * 1e6 * rtt_ms / 1e3 / 8
+
+
+def _ceiling(rate_mbps: float) -> float:
+    return rate_mbps * TCP_MSS_BYTES / TCP_FRAME_BYTES
+
+
+def _udp_payload(rate_mbps: float) -> float:
+    return rate_mbps * IPERF_UDP_PAYLOAD_BYTES / IPERF_UDP_FRAME_BYTES
+
+
+def _words(question_id: str, text: str) -> QuestionKey:
+    """A question whose answer takes no number of the network."""
+    return QuestionKey(question_id, {}, answer=text)
+
+
+# --- lab 00 ----------------------------------------------------------------------------
+
+
+def q00_1(topo: Topology) -> QuestionKey:
+    """Why the first reply is slower: address resolution."""
+    return _words("00-Q1", "ARP: before the first packet can leave, each host and router "
+                  "learns the next hop's Ethernet address (a request and a reply per "
+                  "segment, out and back); later packets find it cached.")
+
+
+def q00_2(topo: Topology) -> QuestionKey:
+    """Why the minimum RTT."""
+    return _words("00-Q2", "Every sample holds at least the propagation RTT and waiting only "
+                  "adds to it, so the minimum is the closest to it; a large gap between "
+                  "average and minimum means samples waited (queues, ARP, a busy machine).")
+
+
+def q00_3(topo: Topology) -> QuestionKey:
+    """What adds to the propagation delay: the echo's transmission time on L1 and L2."""
+    frame = ping_frame_bytes()
+    l1, l2 = _rate(topo.link("L1")), _rate(topo.link("L2"))
+    tx1, tx2 = frame * 8 / (l1 * 1e3), frame * 8 / (l2 * 1e3)
+    total = 2 * (tx1 + tx2)
+    return QuestionKey(
+        "00-Q3", _given(topo, "L1", "L2"),
+        {"echo_frame_bytes": frame, "L1_transmission_ms": tx1, "L2_transmission_ms": tx2,
+         "transmission_total_ms": total},
+        f"(1) Transmission: a {frame}-byte echo takes {frame} × 8 / {l1:g} Mbit/s ≈ "
+        f"{tx1:.3f} ms on L1 and {frame} × 8 / {l2:g} Mbit/s ≈ {tx2:.3f} ms on L2, each "
+        f"direction: about {total:.2f} ms in all. (2) Processing, timers and scheduling of the "
+        "emulating machine (the calibration at lab start measures it), a fraction of a ms "
+        "to a few ms.")
+
+
+# --- lab 01 ----------------------------------------------------------------------------
+
+
+def q01_1(topo: Topology) -> QuestionKey:
+    """Where h1 -> h9's datagrams were dropped at the offered rate."""
+    l3 = topo.link("L3")
+    frames = LAB1_RATE_MBPS * IPERF_UDP_FRAME_BYTES / IPERF_UDP_PAYLOAD_BYTES
+    lost = max(0.0, 1 - _rate(l3) / frames)
+    dropped = frames > _rate(l3)
+    return QuestionKey(
+        "01-Q1", {"offered_payload_mbps": LAB1_RATE_MBPS, **_given(topo, "L3", queue=True)},
+        {"offered_frames_mbps": frames, "loss_pct": 100 * lost},
+        f"At the entrance of L3 (r3 → r4): {LAB1_RATE_MBPS} Mbit/s of payload is "
+        f"{LAB1_RATE_MBPS} × {IPERF_UDP_FRAME_BYTES}/{IPERF_UDP_PAYLOAD_BYTES} ≈ {_mb(frames)} "
+        f"of frames, L3 sends {_rate(l3):g} Mbit/s, so its queue ({l3.queue_pkts} packets) "
+        f"fills within milliseconds and drops about 1 − {_rate(l3):g}/{frames:.1f} ≈ "
+        f"{100 * lost:.0f} %. UDP has no acknowledgements and no congestion control: iperf "
+        "keeps its rate.",
+        (Conclusion("dropped at L3", dropped,
+                    "the offered frame rate (offered × 1512/1470) is above L3's rate"),),
+        dropped)
+
+
+def q01_2(topo: Topology) -> QuestionKey:
+    """Why jitter grows near capacity."""
+    return _words("01-Q2", "Near capacity the bottleneck's queue fills and drains unevenly: "
+                  "each datagram waits a different time in it, so the spacing of arrivals "
+                  "varies.")
+
+
+def ramp_and_bisect(capacity_mbps: float) -> Tuple[int, float, float, int]:
+    """On an ideal path of UDP capacity ``capacity_mbps``: the ramp's steps (doubling
+    from lab 1's start until a step is saturated), the last clean rate, the knee, and the
+    bisections that narrow that range to :data:`LAB1_RESOLUTION_MBPS`."""
+    start, top = LAB1_SEARCH_MBPS
+    rate, clean, steps = float(start), float(start), 0
+    while rate <= top:
+        steps += 1
+        received = min(rate, capacity_mbps)
+        if is_saturated(rate, received, 100 * (1 - received / rate)):
+            break
+        clean, rate = rate, rate * 2
+    width, halvings = rate - clean, 0
+    while width > LAB1_RESOLUTION_MBPS:
+        width, halvings = width / 2, halvings + 1
+    return steps, clean, rate, halvings
+
+
+def q01_3(topo: Topology) -> QuestionKey:
+    """Ramp and bisection against a sweep, for the path h1 -> h4."""
+    rate = min(_rate(topo.link("L1")), _rate(topo.link("L2")))
+    capacity = _udp_payload(rate)
+    ramp, clean, knee, halvings = ramp_and_bisect(capacity)
+    sweep = math.floor(capacity) + 1
+    return QuestionKey(
+        "01-Q3", {"bottleneck_h1_h4_mbps": rate},
+        {"udp_capacity_h1_h4_mbps": capacity, "ramp_steps": ramp, "last_clean_mbps": clean,
+         "knee_mbps": knee, "bisection_steps": halvings, "search_steps": ramp + halvings,
+         "sweep_steps": sweep},
+        f"Doubling from 1 Mbit/s passes the UDP capacity ({_mb(capacity)}) in {ramp} steps "
+        f"(the knee at {knee:g}, the last clean rate {clean:g}); each bisection halves the "
+        f"{knee - clean:g} Mbit/s range: {halvings} more steps to reach about "
+        f"{LAB1_RESOLUTION_MBPS} Mbit/s, {ramp + halvings} runs in all, against about {sweep} "
+        "for a 1-Mbit/s sweep, each loading the path for seconds.")
+
+
+def q01_4(topo: Topology) -> QuestionKey:
+    """What explains the capacity estimate's shortfall."""
+    rate = min(_rate(topo.link("L1")), _rate(topo.link("L2")))
+    capacity = _udp_payload(rate)
+    headers = 100 * (IPERF_UDP_FRAME_BYTES - IPERF_UDP_PAYLOAD_BYTES) / IPERF_UDP_FRAME_BYTES
+    return QuestionKey(
+        "01-Q4", {"bottleneck_h1_h4_mbps": rate},
+        {"ideal_estimate_mbps": capacity, "ideal_shortfall_pct": 100 * (1 - capacity / rate),
+         "headers_pct": headers},
+        f"Headers: {IPERF_UDP_FRAME_BYTES - IPERF_UDP_PAYLOAD_BYTES} of every "
+        f"{IPERF_UDP_FRAME_BYTES} bytes ({headers:.1f} %). On an ideal path that is all: the "
+        f"knee's own step receives the capacity, so the kit's search estimates "
+        f"{_mb(capacity)} of payload for {rate:g} Mbit/s whatever the bracket. The rest "
+        "comes from the machine: steps that lose datagrams or fall short below the capacity "
+        "(bursts into the queue, a CPU that cannot keep up) set the knee too early; then the "
+        "estimate is at most what a step up to that knee received, and the refine steps the "
+        "student's loop runs only narrow the range below it.",
+        (Conclusion("an ideal path's estimate is the UDP capacity", True,
+                    "the knee's step receives the capacity (received = min(offered, "
+                    "capacity)), so the bracket's width costs nothing"),),
+        True)
+
+
+# --- lab 02 ----------------------------------------------------------------------------
+
+
+def q02_1(topo: Topology) -> QuestionKey:
+    """iperf3 and simpleperf: the receiver's count."""
+    return _words("02-Q1", "They agree within a few percent near the goodput ceiling "
+                  "(simpleperf's total includes slow start); both report the bytes the "
+                  "server received, data that crossed the link, unlike the sender's count.")
+
+
+def q02_2(topo: Topology) -> QuestionKey:
+    """How a sender "sends" faster than its link."""
+    return _words("02-Q2", "The sender counts writes into its socket buffer, accepted at "
+                  "memory speed until the buffer is full; that data has not crossed the "
+                  "link yet.")
+
+
+def l2_idles_after_cut(link: Link) -> Tuple[float, float, float, bool]:
+    """L2 after CUBIC's cut: (window at the top, window after the cut, BDP), all in
+    1514-byte packets, and whether the link idles (the window after the cut is below its
+    BDP)."""
+    back = _frames(_rate(link), link.delay_ms)
+    top = float(link.queue_pkts or 0) + back
+    after = CUBIC_BETA * top
+    bdp = _frames(_rate(link), 2 * link.delay_ms)
+    return top, after, bdp, after < bdp
+
+
+def q02_3(topo: Topology) -> QuestionKey:
+    """Why TCP stays below L2's rate, and whether CUBIC's cut idles L2."""
+    l2 = topo.link("L2")
+    rate = _rate(l2)
+    top, after, bdp, idles = l2_idles_after_cut(l2)
+    ceiling = _ceiling(rate)
+    verdict = (f"After the cut about {after:.0f} packets, below L2's BDP ({rate:g} Mbit/s × "
+               f"{2 * l2.delay_ms:g} ms ≈ {bdp:.0f} packets): the queue runs dry and L2 idles "
+               "until the window grows back, so the rate falls a little below the header "
+               "ceiling." if idles else
+               f"After the cut about {after:.0f} packets, still at least L2's BDP "
+               f"({rate:g} Mbit/s × {2 * l2.delay_ms:g} ms ≈ {bdp:.0f} packets): the queue "
+               "shrinks but never runs dry, L2 does not idle, and the rate sits near the "
+               "header ceiling.")
+    return QuestionKey(
+        "02-Q3", _given(topo, "L2", queue=True),
+        {"goodput_ceiling_mbps": ceiling, "headers_pct": 100 * (1 - ceiling / rate),
+         "window_top_pkts": top, "window_after_cut_pkts": after, "bdp_pkts": bdp},
+        f"Headers: 1448 of every 1514 bytes, so a full L2 delivers {rate:g} × 1448/1514 ≈ "
+        f"{_mb(ceiling)} of payload ({100 * (1 - ceiling / rate):.1f} % below). The window at "
+        f"the top is L2's full queue ({l2.queue_pkts} packets, those serving the "
+        f"{l2.delay_ms:g} ms delay included) plus the packets on the way back "
+        f"({top - (l2.queue_pkts or 0):.0f}): about {top:.0f}. {verdict} The drops in `tc` "
+        "show that the cuts happened.",
+        (Conclusion("L2 idles after CUBIC's cut", idles,
+                    "0.7 × (queue limit + L2's packets on the way back) < L2's BDP in "
+                    "packets"),),
+        idles)
+
+
+# --- lab 03 ----------------------------------------------------------------------------
+
+
+def q03_1(topo: Topology) -> QuestionKey:
+    """Same throughput, not the same RTT."""
+    l1, l2, l3 = (topo.link(n) for n in ("L1", "L2", "L3"))
+    rtt_long = 2 * (l1.delay_ms + l2.delay_ms + l3.delay_ms)
+    rtt_short = 2 * (l2.delay_ms + l3.delay_ms)
+    slowest = min((_rate(link), link.label) for link in (l1, l2, l3))
+    same = slowest == min((_rate(link), link.label) for link in (l2, l3))
+    return QuestionKey(
+        "03-Q1", _given(topo, "L1", "L2", "L3"),
+        {"rtt_h1_h9_ms": rtt_long, "rtt_h7_h9_ms": rtt_short, "bottleneck_mbps": slowest[0]},
+        f"Delays add up: L1 adds 2 × {l1.delay_ms:g} ms to h1-h9's RTT ({_ms(rtt_long)} "
+        f"against {_ms(rtt_short)}). The rate is set by the slowest link alone, "
+        f"{slowest[1]} at {slowest[0]:g} Mbit/s, which both paths cross; the faster links "
+        "are not full.",
+        (Conclusion("both paths have the same bottleneck", same,
+                    "the slowest link of h1-h9 is also on h7-h9"),), same)
+
+
+def q03_2(topo: Topology) -> QuestionKey:
+    """The window asked for, the window granted."""
+    return _words("03-Q2", "The measured rate follows window / RTT of the window the kernel "
+                  "granted (snd_wnd), at or a little below it. -w only sets the socket "
+                  "buffers: Linux doubles them, keeps a share for bookkeeping and advertises "
+                  "the rest, depending on the kernel version. Below window / RTT: a longer "
+                  "RTT (ss's rtt:), sndbuf_limited, or slow start.")
+
+
+def q03_3(topo: Topology) -> QuestionKey:
+    """Three causes of a slow h7 -> h9."""
+    l2, l3 = topo.link("L2"), topo.link("L3")
+    rtt = 2 * (l2.delay_ms + l3.delay_ms)
+    bdp = _bdp(min(_rate(l2), _rate(l3)), rtt)
+    return QuestionKey(
+        "03-Q3", _given(topo, "L2", "L3"), {"rtt_h7_h9_ms": rtt, "bdp_h7_h9_bytes": bdp},
+        f"(1) A busy CPU: check top or labtools doctor. (2) A window below h7-h9's BDP "
+        f"({_bytes(bdp)}: {min(_rate(l2), _rate(l3)):g} Mbit/s × {rtt:g} ms): compare the "
+        "rate with window / RTT, read the window with ss -tin. (3) Competing traffic on L2 "
+        "or L3: pgrep iperf, run tests one after another. Or another cause with a check.")

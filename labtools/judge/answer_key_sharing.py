@@ -1,0 +1,249 @@
+"""The written questions of labs 04-06, answered for one student's network: flows that
+share links, parallel connections, the pitfalls lab's dumbbell (and, for its Q6, lab 1's
+network). See :mod:`labtools.judge.answer_key_questions` for the keys' form.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Tuple
+
+from labtools.frame_sizes import IPERF_UDP_FRAME_BYTES, IPERF_UDP_PAYLOAD_BYTES
+from labtools.judge.answer_key_questions import (
+    LAB1_RATE_MBPS,
+    Conclusion,
+    QuestionKey,
+    _bdp,
+    _bytes,
+    _ceiling,
+    _given,
+    _mb,
+    _ms,
+    _rate,
+    _words,
+)
+from labtools.model.expect import TCP_FRAME_BYTES, TCP_MSS_BYTES, path
+from labtools.model.queues import loaded_rtt
+from labtools.model.topology import Link, Topology
+
+#: lab 6: the windows of the sweep and the large window of the sharing test (bytes)
+LAB6_WINDOWS_BYTES = (10_000, 25_000, 50_000, 100_000, 200_000)
+LAB6_LARGE_WINDOW_BYTES = 400_000
+#: iperf 2 reads ``-b 25M`` as 25 x 2**20 bit/s
+BINARY_MEGA = 2 ** 20 / 1e6
+
+
+# --- lab 04 ----------------------------------------------------------------------------
+
+
+def q04_1(topo: Topology) -> QuestionKey:
+    """Scenario C: why h7 -> h9's share is not set by L3."""
+    l2, l3 = _rate(topo.link("L2")), _rate(topo.link("L3"))
+    by_l2 = l2 / 2 < l3
+    reason = (f"Half of L2 ({l2 / 2:g} Mbit/s) is below L3's {l3:g} Mbit/s, so L2 is the "
+              "tighter constraint and L3 is not full." if by_l2 else
+              f"Here L3 ({l3:g} Mbit/s) is below half of L2 ({l2 / 2:g}), so L3 does limit "
+              "h7-h9 and h1-h4 gets the rest of L2.")
+    return QuestionKey(
+        "04-Q1", {"L2_bw_mbps": l2, "L3_bw_mbps": l3},
+        {"half_of_L2_mbps": l2 / 2}, reason,
+        (Conclusion("h7-h9's share is set by L2", by_l2, "L2's rate / 2 < L3's rate"),),
+        by_l2)
+
+
+def _rated(topo: Topology, src: str, dst: str) -> Dict[Tuple[str, str], float]:
+    """``(link label, side the data leaves from) -> rate`` of the shaped links on the way."""
+    info = path(topo, src, dst)
+    return {(link.label, info.nodes[i]): float(link.bw_mbps)
+            for i, link in enumerate(info.links) if link.bw_mbps is not None}
+
+
+def q04_2(topo: Topology) -> QuestionKey:
+    """Scenario D: two flows through r3 that do not slow each other down."""
+    apart = not set(_rated(topo, "h1", "h4")) & set(_rated(topo, "h8", "h9"))
+    return QuestionKey(
+        "04-Q2", {"L2_bw_mbps": _rate(topo.link("L2")), "L3_bw_mbps": _rate(topo.link("L3"))},
+        {}, "The limits are on the links, not in the router: h1-h4 and h8-h9 share no "
+        "rate-limited link in the direction of their data, so each runs at its own "
+        f"bottleneck (L2 at {_rate(topo.link('L2')):g}, L3 at {_rate(topo.link('L3')):g} "
+        "Mbit/s); only the CPU could matter when it cannot forward both.",
+        (Conclusion("the two flows share no rate-limited link", apart,
+                    "no shaped link is crossed by both in the data's direction"),), apart)
+
+
+def q04_3(topo: Topology) -> QuestionKey:
+    """Why shares are unequal over a few seconds."""
+    return _words("04-Q3", "Which flow is dropped at the full queue is chance; RTT, window "
+                  "and start order differ; the emulating CPU adds noise. The repeated runs' "
+                  "range shows the chance part; the median is what to report.")
+
+
+def fills_queue_crossed(topo: Topology, ping: str, load: str) -> bool:
+    """True when the load fills the queue of its own bottleneck link on the side its
+    data leaves, and the pinged pair crosses that queue (either way of its round trip)."""
+    rated = _rated(topo, *load.split(":"))
+    if not rated:
+        return False
+    slowest = min(rated, key=lambda key: rated[key])  # the first of ties, as on the way
+    src, dst = ping.split(":")
+    return slowest in set(_rated(topo, src, dst)) | set(_rated(topo, dst, src))
+
+
+def q04_4(topo: Topology) -> QuestionKey:
+    """Which loads raise which pair's RTT."""
+    l2, l3 = _rate(topo.link("L2")), _rate(topo.link("L3"))
+    cases = (("h1-h4 waits under h2-h5 (A)", "h1:h4", "h2:h5"),
+             ("h1-h4 waits under h7-h9 (C)", "h1:h4", "h7:h9"),
+             ("h7-h9 waits under h1-h4 (C)", "h7:h9", "h1:h4"))
+    found = tuple(Conclusion(name, fills_queue_crossed(topo, ping, load),
+                             "the load's bottleneck queue (on the side its data leaves) is "
+                             "one the ping crosses") for name, ping, load in cases)
+    return QuestionKey(
+        "04-Q4", {"L2_bw_mbps": l2, "L3_bw_mbps": l3}, {},
+        "A transfer fills the queue of its own bottleneck; only pings that cross it in the "
+        "data's direction wait. h2-h5 is held by L2 and fills L2's queue (r2 → r3), which "
+        f"h1-h4's echoes cross. h7-h9 is held by L3 ({l3:g} Mbit/s, below L2's {l2:g}): its "
+        f"queue builds in front of L3 on r3, which h1-h4 never crosses, and L2 carries only "
+        f"{l3:g} of its {l2:g} Mbit/s, without a queue. h1-h4 fills L2's queue, which "
+        "h7-h9's echoes cross. The tc counters show drops on r2 into L2 and r3 into L3.",
+        found)
+
+
+# --- lab 05 ----------------------------------------------------------------------------
+
+
+def q05_1(topo: Topology) -> QuestionKey:
+    """Two connections' advantage, and five."""
+    l2 = _rate(topo.link("L2"))
+    return QuestionKey(
+        "05-Q1", {"L2_bw_mbps": l2},
+        {"share_h1_h4_mbps": l2 / 2, "share_single_mbps": l2 / 4,
+         "five_connections_per_connection_mbps": l2 / 7, "five_connections_h1_h4_mbps": 5 * l2 / 7,
+         "five_connections_advantage": 5.0},
+        f"Close to 2: the fair shares are {l2 / 2:.2f} against {l2 / 4:.2f} Mbit/s; single "
+        "runs spread widely, so report the median over runs with its range. With 5 "
+        f"connections, 7 share L2, {l2:g}/7 ≈ {l2 / 7:.1f} Mbit/s each: h1-h4 gets 5/7 of "
+        f"the link, about {_mb(5 * l2 / 7)}, five times each of the others.")
+
+
+def q05_2(topo: Topology) -> QuestionKey:
+    """Is it fair to open more connections?"""
+    return _words("05-Q2", "Per connection it is fair (the network cannot tell which "
+                  "connections belong together); per user it is not: a user with many "
+                  "connections takes from those with one (remedies: per-host or per-user "
+                  "fair queueing, limits on parallel connections).")
+
+
+def q05_3(topo: Topology) -> QuestionKey:
+    """A quarter of the BDP per connection."""
+    l1, l2 = topo.link("L1"), topo.link("L2")
+    rtt = 2 * (l1.delay_ms + l2.delay_ms)
+    bdp = _bdp(_rate(l2), rtt)
+    return QuestionKey(
+        "05-Q3", _given(topo, "L1", "L2"),
+        {"rtt_h1_h4_ms": rtt, "bdp_h1_h4_bytes": bdp, "window_per_connection_bytes": bdp / 4},
+        f"Together the four connections must keep one BDP in flight ({_bytes(bdp)} for "
+        f"{_rate(l2):g} Mbit/s and {rtt:g} ms), a quarter ({_bytes(bdp / 4)}) each. Smaller "
+        "windows cap each at window / RTT: the total stays below the link rate and L2 idles.")
+
+
+# --- lab 06 (the dumbbell; Q6 asks about lab 1's network) --------------------------------
+
+
+def _b(topo: Topology) -> Link:
+    return topo.link("B")
+
+
+def q06_1(topo: Topology) -> QuestionKey:
+    """Which windows of the sweep held the rate below the ceiling."""
+    b = _b(topo)
+    rtt = 2 * b.delay_ms
+    bdp, ceiling = _bdp(_rate(b), rtt), _ceiling(_rate(b))
+    held = [w for w in LAB6_WINDOWS_BYTES if w < bdp * TCP_MSS_BYTES / TCP_FRAME_BYTES]
+    found = tuple(Conclusion(f"a window of {w} bytes holds the rate below the ceiling",
+                             w in held, "window < BDP × 1448/1514 (window / RTT below the "
+                             "goodput ceiling)") for w in LAB6_WINDOWS_BYTES)
+    rates = {f"window_{w}_mbps": w * 8 / (rtt * 1e3) for w in LAB6_WINDOWS_BYTES}
+    return QuestionKey(
+        "06-Q1", _given(topo, "B"),
+        {"rtt_ms": rtt, "bdp_bytes": bdp, "goodput_ceiling_mbps": ceiling, **rates},
+        f"The windows below the BDP ({_bytes(bdp)}: {_rate(b):g} Mbit/s × {rtt:g} ms) held "
+        f"the rate below the {_mb(ceiling)} ceiling: {', '.join(str(w) for w in held)} "
+        "bytes, each at about window / RTT of the window the kernel granted (snd_wnd), at or "
+        "a little below it; the larger ones reach the ceiling. -w sets the socket buffers; "
+        "the kernel doubles them, keeps a share and advertises the rest (kernel-dependent).",
+        found)
+
+
+def q06_2(topo: Topology) -> QuestionKey:
+    """Large windows against a quarter of the BDP."""
+    b = _b(topo)
+    bdp = _bdp(_rate(b), 2 * b.delay_ms)
+    above = LAB6_LARGE_WINDOW_BYTES > bdp
+    return QuestionKey(
+        "06-Q2", _given(topo, "B", queue=True),
+        {"bdp_bytes": bdp, "share_window_bytes": bdp / 4,
+         "large_window_over_bdp": LAB6_LARGE_WINDOW_BYTES / bdp},
+        f"With windows of a quarter of the BDP ({_bytes(bdp / 4)}) the flows just fill B and "
+        f"the queue stays short: Jain's index near 1. Windows of {LAB6_LARGE_WINDOW_BYTES} "
+        f"bytes ({LAB6_LARGE_WINDOW_BYTES / bdp:.1f} × the BDP) fill B's {b.queue_pkts}-packet "
+        "queue until it overflows; drops hit flows by timing, and the one that loses backs "
+        "off while the others grow. Only ranges that do not overlap support the conclusion.",
+        (Conclusion("the large window is above the whole BDP", above,
+                    f"{LAB6_LARGE_WINDOW_BYTES} bytes > B's rate × RTT"),), above)
+
+
+def q06_3(topo: Topology) -> QuestionKey:
+    """--bidir against two separate pairs."""
+    rate = _rate(_b(topo))
+    return QuestionKey(
+        "06-Q3", {"B_bw_mbps": rate}, {"goodput_ceiling_mbps": _ceiling(rate)},
+        "Each direction's data shares its queue with the other direction's ACKs, and one "
+        "iperf3 process per host does both; the separate pairs have their own processes. "
+        f"At {rate:g} Mbit/s the CPU has room, so the difference is usually smaller than the "
+        "paper's, but the separate pairs are the cleaner measurement.")
+
+
+def q06_4(topo: Topology) -> QuestionKey:
+    """The loaded latency against the bound and the model's middle."""
+    b = _b(topo)
+    drain = float(b.queue_pkts or 0) * TCP_FRAME_BYTES * 8 / (_rate(b) * 1e3)
+    bound = max(b.delay_ms, drain) + b.delay_ms
+    model = loaded_rtt(topo, "a1", "b1", "a2", "b2")
+    drain_longer = drain > b.delay_ms
+    return QuestionKey(
+        "06-Q4", _given(topo, "B", queue=True),
+        {"idle_rtt_ms": 2 * b.delay_ms, "drain_ms": drain, "max_rtt_ms": bound,
+         "delay_plus_drain_ms": drain + 2 * b.delay_ms, "model_middle_ms": model.typical_ms},
+        f"From the {_ms(2 * b.delay_ms)} propagation towards the {_ms(bound)} bound, below "
+        f"it; the median near the model's middle (about {_ms(model.typical_ms)}). The bound "
+        f"is max({b.delay_ms:g}, {drain:.1f}) + {b.delay_ms:g} ms, not delay + drain + delay "
+        f"({_ms(drain + 2 * b.delay_ms)}): netem's queue holds the packets serving their "
+        "delay. The average mixes idle and queued samples; report a tail percentile from a "
+        "dense train for the worst case, p50 for the typical.",
+        (Conclusion("the full queue's drain outlasts B's delay", drain_longer,
+                    "queue limit × 1514 × 8 / rate > delay: the bound is drain + delay"),),
+        None)
+
+
+def q06_5(topo: Topology) -> QuestionKey:
+    """The CPU is part of the network."""
+    return _words("06-Q5", "The CPU of the one emulating machine, taken by the busy loops. "
+                  "On a shaped path: a minimum RTT above propagation + calibration, rates "
+                  "below the ceiling alone on a path, samples above the worst RTT.")
+
+
+def q06_6(topo: Topology) -> QuestionKey:
+    """iperf 2's -b 25M on lab 1's network (the portfolio topology)."""
+    l3 = _rate(topo.link("L3"))
+    sent = LAB1_RATE_MBPS * BINARY_MEGA
+    frames = sent * IPERF_UDP_FRAME_BYTES / IPERF_UDP_PAYLOAD_BYTES
+    meant = LAB1_RATE_MBPS * IPERF_UDP_FRAME_BYTES / IPERF_UDP_PAYLOAD_BYTES
+    return QuestionKey(
+        "06-Q6", {"L3_bw_mbps": l3, "offered_payload_mbps": LAB1_RATE_MBPS},
+        {"binary_ratio": BINARY_MEGA, "sent_payload_mbps": sent,
+         "loss_binary_pct": 100 * (1 - l3 / frames), "loss_decimal_pct": 100 * (1 - l3 / meant)},
+        f"-b 10M is 10 × 2^20 bit/s, {100 * (BINARY_MEGA - 1):.1f} % more. -b 25M sends "
+        f"{_mb(sent)}: every offered rate, the predicted loss on h1-h9 (1 − {l3:g}/"
+        f"{frames:.1f} ≈ {100 * (1 - l3 / frames):.0f} % instead of "
+        f"{100 * (1 - l3 / meant):.0f} %) and the search's ramp and knee would be "
+        f"{100 * (BINARY_MEGA - 1):.1f} % off.")
