@@ -177,8 +177,10 @@ def test_the_report_writes_tables_plots_and_a_summary(submitted, tmp_path):
     data, written, lines = make_report(submitted, tmp_path / "report")
     names = {p.name for p in written}
     labs = list(dict.fromkeys(data.measurements["case"]))
+    keys = {f"answer-key-{student}.html" for student in CLASS}
     assert {"measurements.csv", "calibrations.csv", "copies.csv", "submissions.csv",
-            "verdicts.png", "calibrations.png"} | {f"lab-{lab}.png" for lab in labs} == names
+            "verdicts.png", "calibrations.png", "index.html"} | keys | \
+        {f"lab-{lab}.png" for lab in labs} == names
     for png in (p for p in written if p.suffix == ".png"):
         height, width = imread(png).shape[:2]
         assert width >= 1200 and height >= 500, png  # slide-sized at 150 dpi
@@ -219,3 +221,24 @@ def test_the_command_line(tmp_path):
         bad = run_cli(["class-report", *args, "--out", str(tmp_path / "o")])
         assert bad.returncode == 2 and reason in bad.stderr
         assert bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
+
+
+def test_each_submission_links_to_its_own_answer_key(submitted, tmp_path):
+    """The report's index and submissions.csv link each submission to the key of the
+    student's own variant: the page the answer-key command writes for that student."""
+    import pandas as pd
+
+    from labtools.judge.answer_keys import keys_for
+    from labtools.teach.answer_key_page import render_page
+
+    data, _written, _lines = make_report(submitted, tmp_path / "report")
+    subs = pd.read_csv(tmp_path / "report" / "submissions.csv")
+    index = (tmp_path / "report" / "index.html").read_text()
+    for sub in data.submissions:
+        link = subs.set_index("student").loc[sub.student, "answer_key"]
+        assert link == f"answer-keys/answer-key-{sub.student}.html"
+        assert f'href="{link}"' in index
+        page = (tmp_path / "report" / link).read_text()
+        assert page == render_page(sub.student, sub.binding.describe(),
+                                   keys_for(sub.binding.variant))
+

@@ -13,6 +13,9 @@ an output folder (default: ``class-report`` in the course folder):
 - ``copies.csv``: pairs of submissions with identical raw measurements;
 - ``submissions.csv``: one row per submission: its variant, what was read, why its
   measured checks fail (another variant, another student, an edited topology);
+- ``answer-keys/answer-key-STUDENT.html``: each student's answer key, for their own
+  variant (:mod:`labtools.judge.answer_keys`), and ``index.html``, one row per submission
+  linking it to its key (``submissions.csv`` names the page too);
 - ``lab-CASE.png`` (measured / expected across the class, one per lab),
   ``verdicts.png`` (the share of each verdict per lab), ``calibrations.png``.
 
@@ -23,13 +26,16 @@ table: this report grades nothing.
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import pandas as pd
 
 from labtools.errors import InputError
+from labtools.judge.answer_keys import keys_for
 from labtools.teach import class_plots
+from labtools.teach.answer_key_page import key_page_name, write_page
 from labtools.teach.class_data import ClassData, Submission, collect
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -39,7 +45,9 @@ if TYPE_CHECKING:  # pragma: no cover
 OUTPUT_FOLDER = "class-report"
 SUBMISSION_COLUMNS = ["student", "assignment", "variant", "variant_from", "results",
                       "runs", "recorded_variants", "judged", "inconclusive_pct",
-                      "not_their_own", "note"]
+                      "not_their_own", "note", "answer_key"]
+#: the folder of the students' answer keys, in the report's folder
+KEYS_FOLDER = "answer-keys"
 PNG_DPI = 150
 
 
@@ -67,7 +75,7 @@ def submissions_table(data: ClassData) -> pd.DataFrame:
             "inconclusive_pct": (round(100.0 * float((verdicts == "inconclusive").mean()), 1)
                                  if len(verdicts) else None),
             "not_their_own": (f"{len(reasons)} notebook(s): {reasons[0]}" if reasons else ""),
-            "note": sub.note})
+            "note": sub.note, "answer_key": f"{KEYS_FOLDER}/{key_page_name(sub.student)}"})
     return pd.DataFrame(rows, columns=SUBMISSION_COLUMNS)
 
 
@@ -79,11 +87,14 @@ def write_report(data: ClassData, out: Path) -> List[Path]:
     except OSError as err:
         raise InputError(f"cannot create {out}: {err.strerror}") from None
     written = []
+    submissions = submissions_table(data)
     for name, table in (("measurements.csv", data.measurements),
                         ("calibrations.csv", data.calibrations),
                         ("copies.csv", data.copies),
-                        ("submissions.csv", submissions_table(data))):
+                        ("submissions.csv", submissions)):
         written.append(_csv(table, out / name))
+    written += write_answer_keys(data, out)
+    written.append(_index(submissions, out / "index.html"))
     own = data.measurements[~data.measurements["flagged"].astype(bool)]
     for lab in dict.fromkeys(data.measurements["case"]):
         part = own[own["case"] == lab]
@@ -99,6 +110,33 @@ def write_report(data: ClassData, out: Path) -> List[Path]:
         written.append(_png(class_plots.plot_calibrations(data.calibrations),
                             out / "calibrations.png"))
     return written
+
+
+def write_answer_keys(data: ClassData, out: Path) -> List[Path]:
+    """One answer-key page per student of the class, for their own variant, into
+    ``out/answer-keys``; the pages written."""
+    bindings = {sub.student: sub.binding for sub in data.submissions}
+    return [write_page(out / KEYS_FOLDER, student, binding.describe(),
+                       keys_for(binding.variant))
+            for student, binding in sorted(bindings.items())]
+
+
+def _index(submissions: pd.DataFrame, path: Path) -> Path:
+    """``index.html``: one row per submission, its variant, its note, a link to its key."""
+    rows = "\n".join(
+        f"<tr><td>{html.escape(str(r.student))}</td><td>{html.escape(str(r.assignment))}</td>"
+        f"<td>{html.escape(str(r.variant))}</td><td>{html.escape(str(r.note or ''))}</td>"
+        f"<td><a href=\"{html.escape(str(r.answer_key))}\">answer key</a></td></tr>"
+        for r in submissions.itertuples())
+    page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<title>Class report</title></head><body>\n<h1>Submissions</h1>\n<table>\n"
+            "<tr><th>student</th><th>assignment</th><th>variant</th><th>note</th>"
+            f"<th>key</th></tr>\n{rows}\n</table>\n</body></html>\n")
+    try:
+        path.write_text(page, encoding="utf-8")
+    except OSError as err:
+        raise InputError(f"cannot write {path}: {err.strerror}") from None
+    return path
 
 
 def _csv(table: pd.DataFrame, path: Path) -> Path:
