@@ -33,6 +33,7 @@ COMMANDS = {
     "class-report": "labtools.commands.class_report_cmd",
     "shell": "labtools.commands.shell_cmd",
     "answer-key": "labtools.commands.answer_key_cmd",
+    "bundle": "labtools.commands.bundle_cmd",
 }
 
 

@@ -44,6 +44,17 @@ GRADING = "NBGRADER_EXECUTION"
 PREFIX = "LABTOOLS_"
 #: the modes ``LABTOOLS_MODE`` takes; unset is the instructor's
 MODES = ("student", "instructor")
+#: set to 1 by the student image (with ``LABTOOLS_MODE=student``): a course's lab
+COURSE = "LABTOOLS_COURSE"
+#: the file ``labtools bundle --students`` writes into the package it bundles; its first
+#: line names the edition (``student``); the full kit has none
+EDITION_FILE = Path(__file__).resolve().parent / "EDITION"
+#: the edition word of the student edition
+STUDENT_EDITION = "student"
+#: what the kit says, once, when ``LABTOOLS_SHOW_ANSWERS=1`` is set on a course
+SHOW_ANSWERS_IGNORED = ("LABTOOLS_SHOW_ANSWERS=1 does nothing on a course (a hub student's "
+                        "server, the student image or the student edition): expected values "
+                        "stay hidden")
 
 
 class Emulation(str, Enum):
@@ -90,13 +101,19 @@ class Variable:
 #: every variable the kit reads, by area: the notebooks and a course server first
 VARIABLES: Tuple[Variable, ...] = (
     Variable("LABTOOLS_MODE", "instructor",
-             "student: no expected values handed out (lab.expected() and labtools expect "
-             "refuse; a measurement's verdicts show them once measured); instructor: the "
-             "whole kit", "the student's lab launchers (make lab, the lab VM, the container) "
-             "and the course hub"),
+             "student (always, in the student edition): no expected values handed out "
+             "(lab.expected(), exercises.solve() and labtools expect refuse; a "
+             "measurement's verdicts show them once measured); "
+             "instructor: the whole kit", "the student's lab launchers (make lab, the lab "
+             "VM, the container) and the course hub"),
+    Variable(COURSE, "0",
+             "1 with LABTOOLS_MODE=student: on a course (as on a hub student's server, "
+             "JUPYTERHUB_USER set, and in the student edition, whose package holds an "
+             "EDITION file): LABTOOLS_SHOW_ANSWERS does nothing", "the student image"),
     Variable("LABTOOLS_SHOW_ANSWERS", "0",
-             "1: self-study: expected values shown in student mode too, and a wrong "
-             "compute-it-first answer beside the expected value"),
+             "1: self-study with the full kit: expected values shown in student mode too, "
+             "and a wrong compute-it-first answer beside the expected value; nothing on a "
+             "course (see LABTOOLS_COURSE)"),
     Variable("LABTOOLS_QUICK", "0", "1: the probes' short durations (CI)"),
     Variable("LABTOOLS_VARIANT", "labtools-variant.txt beside the notebook, else the hub user",
              "the student's variant of a notebook's topology (portfolio,variant=ID)"),
@@ -154,6 +171,9 @@ class Settings:
         vm_memory_chosen: whether ``LABTOOLS_VM_MEMORY`` set it (else the default).
         vm_cpus: the VM's CPUs asked for (None: the default).
         vm_idle_poll: one guest CPU that never halts.
+        course_flag: ``LABTOOLS_COURSE=1`` (the student image).
+        edition: the package's edition (``student``, from :data:`EDITION_FILE`; '' for the
+            full kit).
     """
 
     mode: str = "instructor"
@@ -175,6 +195,8 @@ class Settings:
     vm_memory_chosen: bool = False
     vm_cpus: Optional[int] = None
     vm_idle_poll: bool = False
+    course_flag: bool = False
+    edition: str = ""
 
     @property
     def emulation(self) -> Emulation:
@@ -189,13 +211,32 @@ class Settings:
         return self.mode == "student"
 
     @property
+    def student_edition(self) -> bool:
+        """The package is the student edition (``labtools bundle --students``)."""
+        return self.edition == STUDENT_EDITION
+
+    @property
+    def on_course(self) -> bool:
+        """A course's lab: the student edition, or student mode on a hub student's server
+        (``JUPYTERHUB_USER``) or in the student image (``LABTOOLS_COURSE=1``)."""
+        return self.student_edition or (self.student_mode
+                                        and (self.course_flag or bool(self.hub_user)))
+
+    @property
+    def show_answers_ignored(self) -> bool:
+        """``LABTOOLS_SHOW_ANSWERS=1`` asked for, on a course: it does nothing."""
+        return self.show_answers and self.on_course
+
+    @property
     def answers_hidden(self) -> bool:
-        """Expected values must not be handed out: student mode, unless self-study."""
-        return self.student_mode and not self.show_answers
+        """Expected values must not be handed out: on a course, and in student mode unless
+        self-study (``LABTOOLS_SHOW_ANSWERS=1``, the full kit only)."""
+        return self.on_course or (self.student_mode and not self.show_answers)
 
     @classmethod
-    def from_environ(cls, environ: Mapping[str, str]) -> "Settings":
-        """The settings ``environ`` gives.
+    def from_environ(cls, environ: Mapping[str, str], edition: str = "") -> "Settings":
+        """The settings ``environ`` gives, in a package of ``edition`` ('' for the full
+        kit; in the student edition the mode is always ``student``).
 
         Raises:
             InputError: a value the kit cannot use, naming the variable.
@@ -206,8 +247,10 @@ class Settings:
         cache = text.get("LABTOOLS_CACHE_DIR")
         home = Path(text.get("HOME")) if text.get("HOME") else Path.home()
         base = text.get("XDG_CACHE_HOME") or str(home / ".cache")
+        mode = text.choice("LABTOOLS_MODE", MODES, "instructor")
         return cls(
-            mode=text.choice("LABTOOLS_MODE", MODES, "instructor"),
+            mode=STUDENT_EDITION if edition == STUDENT_EDITION else mode,
+            course_flag=text.flag("LABTOOLS_COURSE"), edition=edition,
             show_answers=text.flag("LABTOOLS_SHOW_ANSWERS"), quick=text.flag("LABTOOLS_QUICK"),
             variant=text.get("LABTOOLS_VARIANT"),
             rate_scale=None if auto or not scale else text.number("LABTOOLS_RATE_SCALE"),
@@ -265,13 +308,26 @@ class _Reader:
         return Path(value) if value else None
 
 
+def edition() -> str:
+    """The package's edition: the first line of :data:`EDITION_FILE` (``student``), or ''
+    for the full kit (no such file)."""
+    try:
+        lines = EDITION_FILE.read_text(encoding="utf-8").split()
+    except FileNotFoundError:
+        return ""
+    except OSError as err:
+        raise InputError(f"cannot read {EDITION_FILE}: {err.strerror}") from None
+    return lines[0] if lines else ""
+
+
 def current() -> Settings:
-    """The settings in force now, read from the environment (nothing cached).
+    """The settings in force now, read from the environment and the package's edition
+    (nothing cached).
 
     Raises:
         InputError: a variable holds a value the kit cannot use.
     """
-    return Settings.from_environ(os.environ)
+    return Settings.from_environ(os.environ, edition())
 
 
 def passed_on(also: Sequence[str] = (), environ: Optional[Mapping[str, str]] = None

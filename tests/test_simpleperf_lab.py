@@ -94,7 +94,9 @@ def run_check(source: str, program: Path) -> None:
     """A grading cell's code, run as the notebook runs it (its names from the setup cell)."""
     namespace = {"PROGRAM": program}
     exec("from labtools.teach.simpleperf_checks import *\n"  # noqa: S102 - the notebook's code
-         "from labtools.teach.simpleperf_runs import *\n", namespace)
+         "from labtools.teach.simpleperf_runs import *\n"
+         "from labtools.teach.conformance import client_conformance, server_conformance\n",
+         namespace)
     exec(compile(source, "<grading cell>", "exec"), namespace)  # noqa: S102
 
 

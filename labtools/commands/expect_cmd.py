@@ -14,7 +14,9 @@ connections, share_mbps, per_connection_mbps, limited_by}]. Overview keys: topol
 link, path (lists of pair results), mux, parallel (lists of {spec, flows}).
 
 In a student's lab (``LABTOOLS_MODE=student``, :mod:`labtools.teach.modes`) the command
-refuses with one line: its values are what the labs' graded questions ask for.
+refuses with one line: its values are what the labs' graded questions ask for. On a course
+(the student edition, a hub student's server, the student image) it refuses even with
+``LABTOOLS_SHOW_ANSWERS=1``.
 """
 
 from __future__ import annotations
@@ -54,11 +56,11 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the expected values; return 0."""
     from labtools.model.catalog import load_topology
-    from labtools.teach.modes import STUDENT_MODE_REFUSAL, answers_hidden
+    from labtools.teach.modes import STUDENT_MODE_REFUSAL, answers_hidden, on_course
 
-    if answers_hidden():
-        raise InputError(f"labtools expect is not available in a student's lab: "
-                         f"{STUDENT_MODE_REFUSAL}")
+    if answers_hidden(note=False):
+        where = "on a course" if on_course() else "in a student's lab"
+        raise InputError(f"labtools expect is not available {where}: {STUDENT_MODE_REFUSAL}")
 
     if args.flows and (args.src or args.dst):
         raise InputError("give either SRC DST or --flows, not both")

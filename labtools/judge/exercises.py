@@ -28,6 +28,11 @@ arguments separated by spaces: ``"rtt_ms h1 h4"``, ``"fair_share_mbps h1:h4x2,h2
 Grading is exact within :data:`REL_TOL` (relative) or :data:`ABS_TOL` (absolute), whichever
 is larger. A wrong answer's message explains the mistake but does not give the number away;
 the number is in :attr:`Feedback.expected`.
+
+Where expected values are hidden (a student's lab, and always on a course: see
+:attr:`labtools.settings.Settings.answers_hidden`) :func:`solve` refuses with
+:data:`SOLVE_REFUSAL`, and :func:`check` and :func:`grade` still judge an answer but give
+NaN for the expected value.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ import numbers
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Tuple
 
+from labtools import settings
 from labtools.errors import InputError
 from labtools.judge import solvers, window_solvers
 from labtools.judge.solvers import Mistake, Solution
@@ -48,6 +54,11 @@ if TYPE_CHECKING:  # pragma: no cover
 REL_TOL = 0.005  #: 0.5 % of the expected value
 ABS_TOL = 0.01  #: in the question's unit
 _MAX_SUBSET_LINKS = 6  #: paths with more delayed links skip the per-subset RTT mistakes
+
+#: why :func:`solve` refuses where expected values are hidden
+SOLVE_REFUSAL = ("exercises.solve() is not available in a student's lab: the expected "
+                 "values are what the labs ask you to compute (check your answer with "
+                 "exercises.check or the notebook's checks)")
 
 #: columns of :func:`grade`
 GRADE_COLUMNS = ["question", "answer", "expected", "unit", "correct", "mistake", "message"]
@@ -135,20 +146,37 @@ def _number(answer: Any) -> float:
 
 
 def solve(question: str, topo: Topology, **kw: Any) -> Solution:
-    """The expected value of ``question`` on ``topo`` and the mistakes it checks for."""
+    """The expected value of ``question`` on ``topo`` and the mistakes it checks for.
+
+    Raises:
+        InputError: :data:`SOLVE_REFUSAL` where expected values are hidden (a student's
+            lab, a course).
+    """
+    if settings.current().answers_hidden:
+        raise InputError(SOLVE_REFUSAL)
+    return _solve(question, topo, kw)
+
+
+def _solve(question: str, topo: Topology, kw: Mapping[str, Any]) -> Solution:
     return _question(question, kw).solve(topo, **kw)
 
 
+def _shown(expected: float) -> float:
+    """``expected``, or NaN where expected values are hidden."""
+    return math.nan if settings.current().answers_hidden else expected
+
+
 def check(question: str, answer: float, topo: Topology, **kw: Any) -> Feedback:
-    """Check a student's ``answer`` (in the question's unit) to ``question`` on ``topo``.
+    """Check a student's ``answer`` (in the question's unit) to ``question`` on ``topo``
+    (the feedback's expected value is NaN where expected values are hidden).
 
     ``kw`` are the question's arguments (``src``/``dst`` or ``flows``/``flow``). Raises
     :class:`~labtools.errors.InputError` for an unknown question, missing arguments or an
     answer that is not a finite number."""
     value = _number(answer)
-    sol = solve(question, topo, **kw)
+    sol = _solve(question, topo, kw)
     if close(value, sol.expected):
-        return Feedback(True, sol.expected, f"correct: {value:g} {sol.unit}")
+        return Feedback(True, _shown(sol.expected), f"correct: {value:g} {sol.unit}")
     found: List[Mistake] = []
     near = sorted((m for m in sol.mistakes if close(value, m.value)),
                   key=lambda m: abs(value - m.value))  # the nearest reading first
@@ -157,8 +185,8 @@ def check(question: str, answer: float, topo: Topology, **kw: Any) -> Feedback:
             found.append(m)
     if found:
         said = "; or ".join(m.explanation for m in found[:2])
-        return Feedback(False, sol.expected, f"not quite: {said}.", found[0].code)
-    return Feedback(False, sol.expected, f"not quite: {sol.hint}.")
+        return Feedback(False, _shown(sol.expected), f"not quite: {said}.", found[0].code)
+    return Feedback(False, _shown(sol.expected), f"not quite: {sol.hint}.")
 
 
 # --- question ids and grading -----------------------------------------------------------
@@ -194,8 +222,8 @@ def grade(answers: Mapping[str, Any], topo: Topology) -> "pd.DataFrame":
     rows = []
     for question_id, answer in answers.items():
         name, kw = parse_question_id(question_id)
-        sol = solve(name, topo, **kw)
-        row = {"question": question_id, "answer": answer, "expected": sol.expected,
+        sol = _solve(name, topo, kw)
+        row = {"question": question_id, "answer": answer, "expected": _shown(sol.expected),
                "unit": sol.unit}
         if answer is None:
             row.update(correct=False, mistake="", message="no answer yet")

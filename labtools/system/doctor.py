@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Tuple
 
 from labtools import settings
+from labtools.errors import InputError
 from labtools.system import capabilities as caps
 
 
@@ -287,6 +288,12 @@ def settings_lines() -> List[str]:
     for variable, value in settings.in_force():
         shown = f"={value}" if value is not None else f" (unset): {variable.default}"
         lines.append(f"  {variable.name}{shown}")
+    try:
+        ignored = settings.current().show_answers_ignored
+    except InputError:
+        ignored = False  # the settings' own check above says what is wrong
+    if ignored:
+        lines.append(f"  note: {settings.SHOW_ANSWERS_IGNORED}")
     return lines
 
 

@@ -116,6 +116,25 @@ def read_report(text: str, server: bool = False) -> Report:
     return report
 
 
+def amount_mismatch(who: str, row: Row, nbytes: int, unit: str, what: str) -> str:
+    """Why ``row`` (printed by ``who`` with ``-f unit``) does not say ``nbytes``, in one
+    line: amounts in units of 1024 named as such; otherwise the two counts (``what``:
+    where ``nbytes`` comes from, e.g. ``asked for (-n)``)."""
+    if unit in ("KB", "MB") and row.unit == unit:
+        binary = 1024 if unit == "KB" else 1024 * 1024
+        if abs(row.nbytes / UNITS[unit] - nbytes / binary) <= 0.006:
+            return (f"with -f {unit} {who} printed {binary}-byte units; {unit} is "
+                    f"{UNITS[unit]} bytes: {row.line!r}")
+    return f"{row.ident}: {row.nbytes} bytes in {who}'s row, {nbytes} {what}: {row.line!r}"
+
+
+def unit_problems(who: str, rows: List[Row], unit: str) -> List[str]:
+    """Rows printed in another unit than ``-f unit`` asked for (none when ``unit`` is '')."""
+    wrong = [r for r in rows if unit and r.unit != unit.upper()]
+    return [f"with -f {unit} {who} printed its amounts in {wrong[0].unit}: "
+            f"{wrong[0].line!r}"] if wrong else []
+
+
 def quoted(who: str, text: str) -> str:
     """``text`` indented under a line saying whose output it is (its first lines)."""
     lines = text.rstrip().splitlines() or ["(nothing)"]
@@ -169,11 +188,13 @@ def interval_problems(rows: List[Row], total: Row, interval_s: float) -> List[st
 
 
 def client_problems(run: Finished, connections: int, amount_bytes: Optional[int] = None,
-                    seconds: Optional[float] = None, interval_s: float = 0) -> List[str]:
+                    seconds: Optional[float] = None, interval_s: float = 0,
+                    unit: str = "") -> List[str]:
     """What is wrong with a run of the student's client: it must end with status 0 and
     print one total row per connection (each with its own ID), each the amount asked
     for (``-n``) or lasting the time asked for (``-t``); with an interval, interval rows
-    (:func:`interval_problems`); without, none."""
+    (:func:`interval_problems`); without, none. With ``unit`` (its ``-f``), every row in
+    that unit."""
     report = read_report(run.out)
     problems = [] if run.status == 0 else [f"your client ended with {run.why()}"]
     if len(report.totals) != connections:
@@ -187,8 +208,8 @@ def client_problems(run: Finished, connections: int, amount_bytes: Optional[int]
         if total.start_s != 0:
             problems.append(f"{total.ident}: the total row starts at {total.start_s:.2f} s")
         if amount_bytes is not None and not total.counts(amount_bytes):
-            problems.append(f"{total.ident}: {total.nbytes} bytes in the total row, "
-                            f"{amount_bytes} asked for (-n)")
+            problems.append(amount_mismatch("your client", total, amount_bytes,
+                                            unit.upper() or total.unit, "asked for (-n)"))
         late = seconds is not None and not \
             seconds - TIME_SLACK_S <= total.end_s <= seconds + LATE_END_S
         if late:
@@ -197,22 +218,26 @@ def client_problems(run: Finished, connections: int, amount_bytes: Optional[int]
         problems += rate_problems(total)
         if interval_s:
             problems += interval_problems(report.intervals_of(total.ident), total, interval_s)
+    problems += unit_problems("your client", report.totals + report.intervals, unit)
     if not interval_s and report.intervals:
         problems.append("interval rows without -i: a client without -i prints totals only")
     return problems + [quoted("your client", run.out + run.err)] if problems else []
 
 
-def server_problems(output: str, sent: Dict[str, int]) -> List[str]:
+def server_problems(output: str, sent: Dict[str, int], unit: str = "") -> List[str]:
     """What is wrong with the student's server's report of connections that sent
-    ``sent`` (ID -> data bytes): one total row each, with those bytes."""
+    ``sent`` (ID -> data bytes): one total row each, with those bytes (with ``unit``, its
+    ``-f``: in that unit)."""
     report = read_report(output, server=True)
-    problems = []
+    problems = unit_problems("your server", report.totals, unit)
     for ident, nbytes in sent.items():
         row = report.total(ident)
         if row is None:
             problems.append(f"your server printed no row for the connection from {ident}")
         elif not row.counts(nbytes):
-            problems.append(f"{ident}: your server reports {row.nbytes} bytes received, "
+            binary = amount_mismatch("your server", row, nbytes, unit.upper(), "sent")
+            problems.append(binary if binary.startswith("with -f") else
+                            f"{ident}: your server reports {row.nbytes} bytes received, "
                             f"{nbytes} were sent (the END record is not data)")
         else:
             problems += rate_problems(row)

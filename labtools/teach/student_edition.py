@@ -1,0 +1,257 @@
+"""The student edition of the kit: what ``labtools bundle --students DIR`` writes, and what
+it leaves out, as explicit lists.
+
+A course hands its students the student edition, not the kit's checkout: the student
+notebooks (``notebooks/``, without the solutions), the package and the topologies, the
+README and the students' documentation. What a lab asks a student to write is not there
+as source:
+
+- :data:`LEFT_OUT`: files and folders not copied at all (``solutions/``, the instructors'
+  and developers' pages);
+- :data:`BYTECODE_ONLY`: the kit's own simpleperf client, server and report (lab 7's
+  answer). Labs 2 and 7 measure with the kit's simpleperf (its server counts what your
+  client sends), so they ship compiled for the Python that bundled them: they run, their
+  source is not there (``inspect.getsource`` fails);
+- :data:`STUBBED`: functions whose body is replaced by a one-line refusal that says how to
+  get the real thing (lab 1's capacity search: ``search_rates``);
+- :data:`KEPT`: reference code the kit's own judging needs, kept on purpose, with why
+  (lab 4's prediction of which pings cross the queue a transfer fills: the verdicts of a
+  ping under load are computed from it; a measurement's verdicts show its values once
+  measured, as in every lab).
+
+The edition's package holds :data:`labtools.settings.EDITION_FILE` (``student``): the kit
+then knows it is on a course (:attr:`labtools.settings.Settings.on_course`): expected
+values stay hidden whatever ``LABTOOLS_SHOW_ANSWERS`` says.
+
+Copying never follows a symbolic link: a link in the kit's tree is not copied, and a
+folder or file in ``DIR`` that is a link is refused (nothing is written through it).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import py_compile
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import List, Tuple
+
+from labtools import __version__, settings
+from labtools.errors import InputError
+
+#: what the edition holds, relative to the kit's source folder (folders copied whole,
+#: except :data:`SKIPPED_NAMES` and :data:`LEFT_OUT`)
+INCLUDED = ("README.md", "pyproject.toml", "labtools", "topologies", "notebooks",
+            "docs/students.md", "docs/reference.md", "docs/running.md")
+#: names never copied, wherever they are (caches, a lab's own results, a student's work)
+SKIPPED_NAMES = frozenset({"__pycache__", ".ipynb_checkpoints", ".pytest_cache", "results",
+                           ".mypy_cache", "mysimpleperf", "EDITION"})
+#: file endings never copied
+SKIPPED_SUFFIXES = (".pyc", ".pyo", ".sqlite")
+
+
+@dataclass(frozen=True)
+class Omission:
+    """One thing the edition does not carry as source: its path in the kit and why."""
+
+    path: str
+    why: str
+
+
+@dataclass(frozen=True)
+class Stub:
+    """A function whose body the edition replaces with ``raise InputError(message)``."""
+
+    path: str
+    function: str
+    message: str
+
+
+#: not copied at all
+LEFT_OUT: Tuple[Omission, ...] = (
+    Omission("solutions", "every lab's solutions and hidden tests"),
+    Omission("docs/instructors.md", "for instructors: grading, answer keys"),
+    Omission("docs/developers.md", "for developers"),
+    Omission("docs/testing.md", "for developers"),
+    Omission("docs/course-server.md", "for a course's administrators"),
+)
+#: copied as bytecode only (the source left out)
+BYTECODE_ONLY: Tuple[Omission, ...] = (
+    Omission("labtools/tools/simpleperf/client.py", "lab 7: the simpleperf client you write"),
+    Omission("labtools/tools/simpleperf/server.py", "lab 7: the simpleperf server you write"),
+    Omission("labtools/tools/simpleperf/report.py", "lab 7: the report you write"),
+)
+#: functions replaced by a refusal
+STUBBED: Tuple[Stub, ...] = (
+    Stub("labtools/lab/capacity.py", "search_rates",
+         "the capacity search is what lab 1 asks you to write (find_capacity in "
+         "01-udp-bandwidth-probing.ipynb); it is not in the student edition"),
+)
+#: reference code kept on purpose, and why
+KEPT: Tuple[Omission, ...] = (
+    Omission("labtools/model/queues.py",
+             "lab 4's prediction of which pings cross the queue a transfer fills "
+             "(loaded_rtt): the kit judges a ping under load with it"),
+)
+
+
+@dataclass
+class Bundle:
+    """What :func:`write_edition` wrote: the files copied, compiled and stubbed (paths
+    relative to the edition's folder)."""
+
+    folder: Path
+    copied: List[str] = field(default_factory=list)
+    compiled: List[str] = field(default_factory=list)
+    stubbed: List[str] = field(default_factory=list)
+    skipped_links: List[str] = field(default_factory=list)
+
+
+def _left_out(rel: str) -> bool:
+    return any(rel == o.path or rel.startswith(o.path + "/") for o in LEFT_OUT)
+
+
+def source_files(root: Path) -> Tuple[List[str], List[str]]:
+    """The files of the edition, relative to the kit's source folder ``root``, in order,
+    and the symbolic links met on the way (never followed, never copied)."""
+    files: List[str] = []
+    links: List[str] = []
+    for top in INCLUDED:
+        start = root / top
+        if start.is_symlink():
+            links.append(top)
+            continue
+        if start.is_file():
+            files.append(top)
+            continue
+        for folder, dirs, names in os.walk(start, followlinks=False):
+            here = Path(folder)
+            for name in sorted(dirs):
+                if (here / name).is_symlink():
+                    links.append(str((here / name).relative_to(root)))
+            dirs[:] = sorted(d for d in dirs if d not in SKIPPED_NAMES
+                             and not (here / d).is_symlink()
+                             and not _left_out(str((here / d).relative_to(root))))
+            for name in sorted(names):
+                rel = str((here / name).relative_to(root))
+                if (here / name).is_symlink():
+                    links.append(rel)
+                elif name not in SKIPPED_NAMES and not name.endswith(SKIPPED_SUFFIXES) \
+                        and not _left_out(rel):
+                    files.append(rel)
+    return files, links
+
+
+def stubbed_source(text: str, stub: Stub) -> str:
+    """``text`` (a module's source) with ``stub.function``'s body, after its docstring,
+    replaced by ``raise InputError(stub.message)``."""
+    tree = ast.parse(text)
+    found = next((n for n in tree.body if isinstance(n, ast.FunctionDef)
+                  and n.name == stub.function), None)
+    if found is None or "InputError" not in text:
+        raise InputError(f"{stub.path}: no function {stub.function} raising InputError to "
+                         "stub (the list in labtools/teach/student_edition.py is out of date)")
+    body = found.body
+    keep = body[0] if isinstance(body[0], ast.Expr) and isinstance(
+        getattr(body[0], "value", None), ast.Constant) else None
+    lines = text.splitlines(keepends=True)
+    first = (keep.end_lineno or keep.lineno) if keep else found.body[0].lineno - 1
+    last = found.end_lineno or found.lineno
+    indent = " " * (body[0].col_offset)
+    refusal = f"{indent}raise InputError({stub.message!r})\n"
+    return "".join(lines[:first]) + refusal + "".join(lines[last:])
+
+
+#: the package data of the kit's pyproject.toml, and the edition's (its marker, bytecode)
+PACKAGE_DATA = 'labtools = ["py.typed"]'
+EDITION_PACKAGE_DATA = ('labtools = ["py.typed", "EDITION", "tools/simpleperf/*.pyc", '
+                        '"teach/conformance/exchanges.json*"]')
+
+
+def installable(pyproject: str) -> str:
+    """The kit's ``pyproject.toml`` with the edition's package data, so that ``pip install``
+    of the edition installs its marker and bytecode too."""
+    return pyproject.replace(PACKAGE_DATA, EDITION_PACKAGE_DATA)
+
+
+def _target(dest: Path, rel: str) -> Path:
+    """``dest / rel``, refusing a path whose existing part under ``dest`` is a link."""
+    path = dest
+    for part in Path(rel).parts:
+        path = path / part
+        if path.is_symlink():
+            raise InputError(f"{path} is a symbolic link: the student edition is not "
+                             "written through links")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def check_destination(dest: Path, force: bool) -> None:
+    """Refuse a destination that is a link, a file, or a folder with something in it
+    (unless ``force``)."""
+    if dest.is_symlink():
+        raise InputError(f"{dest} is a symbolic link: give a real folder")
+    if dest.exists() and not dest.is_dir():
+        raise InputError(f"{dest} is not a folder")
+    if dest.is_dir() and any(dest.iterdir()) and not force:
+        raise InputError(f"{dest} is not empty: give an empty folder, or --force to write "
+                         "over it")
+
+
+def _clear_left_out(dest: Path) -> None:
+    """Remove what an earlier copy left in ``dest`` that the edition must not hold (a link
+    is removed, never followed)."""
+    for omission in (*LEFT_OUT, *BYTECODE_ONLY):
+        path = dest / omission.path
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+        elif path.is_dir():
+            shutil.rmtree(path)
+
+
+def write_edition(root: Path, dest: Path, force: bool = False) -> Bundle:
+    """Write the student edition of the kit in ``root`` (its source folder) into ``dest``.
+
+    Raises:
+        InputError: ``dest`` not empty (without ``force``), a link, or not a folder;
+            ``root`` not the kit's source folder, or itself a student edition.
+    """
+    if not (root / "pyproject.toml").is_file() or not (root / "notebooks").is_dir():
+        raise InputError(f"{root} is not the kit's source folder (a checkout with "
+                         "notebooks/): the student edition is built from the full kit")
+    if (root / "labtools" / settings.EDITION_FILE.name).exists():
+        raise InputError(f"{root} is already a student edition")
+    check_destination(dest, force)
+    dest.mkdir(parents=True, exist_ok=True)
+    _clear_left_out(dest)
+    bundle = Bundle(dest)
+    files, bundle.skipped_links = source_files(root)
+    compiled = {o.path for o in BYTECODE_ONLY}
+    stubs = {s.path: s for s in STUBBED}
+    for rel in files:
+        if rel in compiled:
+            out = _target(dest, rel[:-len(".py")] + ".pyc")
+            py_compile.compile(str(root / rel), cfile=str(out), dfile=rel, doraise=True)
+            bundle.compiled.append(rel)
+            continue
+        out = _target(dest, rel)
+        if out.is_file():
+            out.unlink()
+        if rel == "pyproject.toml":
+            out.write_text(installable((root / rel).read_text(encoding="utf-8")),
+                           encoding="utf-8")
+            bundle.copied.append(rel)
+        elif rel in stubs:
+            out.write_text(stubbed_source((root / rel).read_text(encoding="utf-8"),
+                                          stubs[rel]), encoding="utf-8")
+            bundle.stubbed.append(rel)
+        else:
+            shutil.copyfile(root / rel, out, follow_symlinks=False)
+            bundle.copied.append(rel)
+    marker = _target(dest, str(Path("labtools") / settings.EDITION_FILE.name))
+    marker.write_text(f"{settings.STUDENT_EDITION}\nlabtools {__version__}, bytecode for "
+                      f"Python {sys.version_info.major}.{sys.version_info.minor}\n",
+                      encoding="utf-8")
+    return bundle

@@ -1,0 +1,136 @@
+"""``labtools bundle --students DIR``: the student edition holds the student notebooks,
+the package and the topologies, and not the solutions nor the source of what a lab asks a
+student to write; it knows it is on a course (labtools/teach/student_edition.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from labtools.teach import student_edition
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def edition(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("edition") / "students"
+    done = run_cli(["bundle", "--students", str(folder)])
+    assert done.returncode == 0, done.stderr
+    return folder
+
+
+def _python(folder: Path, code: str, **env: str) -> subprocess.CompletedProcess:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("LABTOOLS_")}
+    environ.update(PYTHONPATH=str(folder), **env)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=str(folder.parent), env=environ, timeout=60)
+
+
+def test_the_left_out_files_are_absent(edition):
+    assert (ROOT / "solutions").is_dir()
+    for omission in (*student_edition.LEFT_OUT, *student_edition.BYTECODE_ONLY):
+        assert (ROOT / omission.path).exists(), omission.path  # the list is not stale
+        assert not (edition / omission.path).exists(), omission.path
+    assert not list(edition.rglob("*.ipynb_checkpoints"))
+    assert not [p for p in edition.rglob("*") if "solution" in p.name.lower()]
+
+
+def test_the_student_notebooks_and_the_topologies_are_there(edition):
+    notebooks = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
+    assert notebooks and sorted(p.name for p in (edition / "notebooks").glob("*.ipynb")) \
+        == notebooks
+    assert (edition / "notebooks" / notebooks[0]).read_bytes() == \
+        (ROOT / "notebooks" / notebooks[0]).read_bytes()
+    assert (edition / "topologies" / "portfolio.py").is_file()
+    assert (edition / "README.md").is_file() and (edition / "docs" / "students.md").is_file()
+
+
+def test_the_package_imports_from_the_edition_and_knows_it_is_on_a_course(edition):
+    done = _python(edition, "import labtools, labtools.cli, labtools.teach.notebook; "
+                            "from labtools import settings; s = settings.current(); "
+                            "print(labtools.__file__, s.on_course, s.mode)",
+                   LABTOOLS_SHOW_ANSWERS="1")
+    assert done.returncode == 0, done.stderr
+    where, course, mode = done.stdout.split()
+    assert Path(where).is_relative_to(edition) and course == "True" and mode == "student"
+
+
+def test_the_kit_simpleperf_server_has_no_source_there_but_runs(edition):
+    done = _python(edition, "import inspect; from labtools.tools.simpleperf import server; "
+                            "inspect.getsource(server.Server)")
+    assert done.returncode == 1 and "could not get source code" in done.stderr.splitlines()[-1]
+    runs = subprocess.run([sys.executable, "-S", str(edition / "labtools/tools/simpleperf"),
+                           "--help"], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(edition)})
+    assert runs.returncode == 0 and "simpleperf" in runs.stdout
+
+
+def test_the_capacity_search_is_refused_in_one_line(edition):
+    done = _python(edition, "from labtools.lab.capacity import SearchSettings, search_rates\n"
+                            "search_rates(lambda rate, phase: True, SearchSettings())")
+    assert "InputError: the capacity search is what lab 1 asks you to write" in done.stderr
+    assert "middle = (low + high) / 2" not in \
+        (edition / "labtools/lab/capacity.py").read_text()
+
+
+def test_labtools_expect_refuses_in_the_edition(edition):
+    done = subprocess.run([sys.executable, "-m", "labtools.cli", "expect", "portfolio", "h1",
+                           "h4"], capture_output=True, text=True, timeout=60, cwd=str(edition),
+                          env={**os.environ, "PYTHONPATH": str(edition),
+                               "LABTOOLS_SHOW_ANSWERS": "1"})
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+
+
+def test_a_folder_with_something_in_it_is_refused_unless_forced(tmp_path):
+    (tmp_path / "mine.txt").write_text("a student's work")
+    done = run_cli(["bundle", "--students", str(tmp_path)])
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert "not empty" in done.stderr and not (tmp_path / "labtools").exists()
+    (tmp_path / "solutions").mkdir()
+    (tmp_path / "solutions" / "old.ipynb").write_text("{}")
+    assert run_cli(["bundle", "--students", str(tmp_path), "--force"]).returncode == 0
+    assert (tmp_path / "mine.txt").is_file() and not (tmp_path / "solutions").exists()
+
+
+def test_nothing_is_written_through_a_link(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    (dest / "labtools").symlink_to(outside)
+    done = run_cli(["bundle", "--students", str(dest), "--force"])
+    assert done.returncode == 2 and "symbolic link" in done.stderr
+    assert list(outside.iterdir()) == []
+    (tmp_path / "linked").symlink_to(outside)
+    assert run_cli(["bundle", "--students", str(tmp_path / "linked")]).returncode == 2
+
+
+def test_a_link_in_the_kits_tree_is_not_followed(tmp_path):
+    root = tmp_path / "kit"
+    (root / "notebooks").mkdir(parents=True)
+    (root / "pyproject.toml").write_text(student_edition.PACKAGE_DATA + "\n")
+    secret = tmp_path / "secret.ipynb"
+    secret.write_text("{}")
+    (root / "notebooks" / "00.ipynb").write_text("{}")
+    (root / "notebooks" / "leak.ipynb").symlink_to(secret)
+    bundle = student_edition.write_edition(root, tmp_path / "out")
+    assert bundle.skipped_links == ["notebooks/leak.ipynb"]
+    assert not (tmp_path / "out" / "notebooks" / "leak.ipynb").exists()
+    assert student_edition.EDITION_PACKAGE_DATA in (tmp_path / "out/pyproject.toml").read_text()
+
+
+def test_a_stub_keeps_the_docstring_and_refuses():
+    source = ('from labtools.errors import InputError\n\n\ndef f(x):\n    """Doc."""\n'
+              '    return x + 1\n\n\ndef g():\n    return 2\n')
+    stubbed = student_edition.stubbed_source(source, student_edition.Stub("m.py", "f", "no"))
+    namespace: dict = {}
+    exec(compile(stubbed, "m.py", "exec"), namespace)
+    assert namespace["f"].__doc__ == "Doc." and namespace["g"]() == 2
+    with pytest.raises(Exception, match="^no$"):
+        namespace["f"](1)
