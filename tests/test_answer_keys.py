@@ -2,7 +2,9 @@
 conclusion of the rubrics checked against the kit's own model over 2,000 variants and the
 reference; no number of the reference network left in a graded question, answer or rubric
 of labs 00-06; the notebooks' question ids and settings as the keys know them; the values
-a notebook prints for a question; and ``labtools answer-key``."""
+a notebook prints for a question, from the givens registry that holds no answer
+(labtools/judge/question_givens.py); no key where answers are hidden; and
+``labtools answer-key``."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple
 import nbformat
 import pytest
 
+from labtools.errors import InputError
 from labtools.judge import answer_key_questions as keyq
 from labtools.judge import answer_key_sharing as keys_sharing
 from labtools.judge.answer_keys import (
@@ -27,13 +30,14 @@ from labtools.judge.answer_keys import (
     question_topology,
 )
 from labtools.judge.capacity import is_saturated
+from labtools.judge.question_givens import QUESTION_GIVENS, givens
 from labtools.lab.capacity import SearchSettings, search_rates
 from labtools.model import expect
 from labtools.model.fairness import max_min_shares, parse_flows
 from labtools.model.queues import loaded_rtt
 from labtools.model.topology import Topology
 from labtools.teach.answer_key_page import key_page_name, render_page
-from labtools.teach.question_values import show_question_values
+from labtools.teach.question_values import question_values, show_question_values
 from tests.conftest import ROOT, run_cli
 
 SOLUTIONS = ROOT / "solutions"
@@ -389,6 +393,81 @@ def test_a_question_shows_the_given_values_never_the_answer(capsys):
     # lab 6's Q6 asks about lab 1's network: the same variant's portfolio
     show_question_values(_Lab(kit_topology(PITFALLS, "s0005")), "06-Q6")
     assert "L3 rate: 19 Mbit/s" in capsys.readouterr().out
+
+
+# --- the given values, apart from the answers -----------------------------------------
+
+
+def test_every_key_takes_its_given_values_from_the_givens_registry():
+    assert set(QUESTION_GIVENS) == set(ANSWER_KEYS)
+    for variant in VARIANTS[:5]:
+        topos = _topologies(variant)
+        for question_id, answer in ANSWER_KEYS.items():
+            topo = topos[question_topology(question_id)]
+            key = answer(topo)
+            assert key.given == givens(question_id, topo), (variant, question_id)
+
+
+def test_the_reference_givens_are_the_links_values():
+    topo = kit_topology("portfolio")
+    assert givens("02-Q3", topo) == {"L2_bw_mbps": 30, "L2_delay_ms": 20, "L2_queue_pkts": 100}
+    assert givens("01-Q3", topo)["bottleneck_h1_h4_mbps"] == 30.0
+    assert givens("06-Q6", topo) == {"L3_bw_mbps": 20.0, "offered_payload_mbps": 25}
+    with pytest.raises(InputError, match="no written question '02-Q9'"):
+        givens("02-Q9", topo)
+
+
+def _imported(module: str) -> Set[str]:
+    path = ROOT / (module.replace(".", "/") + ".py")
+    found: Set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found |= {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+    return found
+
+
+@pytest.mark.parametrize("module", ["labtools.judge.question_givens",
+                                    "labtools.teach.question_values"])
+def test_what_a_notebook_prints_imports_no_answer_key(module):
+    assert not [m for m in _imported(module) if "answer_key" in m]
+
+
+@pytest.fixture()
+def hidden(monkeypatch, request):
+    for name in ("LABTOOLS_MODE", "LABTOOLS_SHOW_ANSWERS", "LABTOOLS_COURSE",
+                 "JUPYTERHUB_USER"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in request.param.items():
+        monkeypatch.setenv(name, value)
+
+
+@pytest.mark.parametrize("hidden", [
+    {"LABTOOLS_MODE": "student"},
+    {"LABTOOLS_MODE": "student", "LABTOOLS_COURSE": "1", "LABTOOLS_SHOW_ANSWERS": "1"},
+], indirect=True, ids=["students-lab", "course-with-self-study"])
+def test_no_key_is_made_where_answers_are_hidden(hidden, capsys):
+    topo = kit_topology("portfolio", "s0005")
+    for make in (lambda: keys_for("s0005"), lambda: keys_for("", "02"),
+                 lambda: ANSWER_KEYS["02-Q3"](topo), lambda: keyq.q02_3(topo),
+                 lambda: keys_sharing.q05_1(topo), lambda: keyq.q00_1(topo)):
+        with pytest.raises(InputError) as refused:
+            make()
+        assert str(refused.value) == keyq.ANSWER_KEY_REFUSAL and "\n" not in str(refused.value)
+    # the notebook's given values still print
+    assert question_values(_Lab(topo), "02-Q3") == \
+        {"L2_bw_mbps": 25, "L2_delay_ms": 25, "L2_queue_pkts": 83}
+    show_question_values(_Lab(topo), "02-Q3")
+    assert "L2 queue limit: 83 packets" in capsys.readouterr().out
+
+
+def test_self_study_with_the_full_kit_keeps_the_keys(monkeypatch):
+    monkeypatch.delenv("LABTOOLS_COURSE", raising=False)
+    monkeypatch.delenv("JUPYTERHUB_USER", raising=False)
+    monkeypatch.setenv("LABTOOLS_MODE", "student")
+    monkeypatch.setenv("LABTOOLS_SHOW_ANSWERS", "1")
+    assert [k.question_id for k in keys_for("s0005", "02")] == ["02-Q1", "02-Q2", "02-Q3"]
 
 
 # --- labtools answer-key --------------------------------------------------------------

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
+from labtools.errors import InputError
 from labtools.teach import student_edition
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,6 +78,53 @@ def test_the_capacity_search_is_refused_in_one_line(edition):
     assert "InputError: the capacity search is what lab 1 asks you to write" in done.stderr
     assert "middle = (low + high) / 2" not in \
         (edition / "labtools/lab/capacity.py").read_text()
+
+
+GIVEN_02_Q3 = "{'L2_bw_mbps': 25, 'L2_delay_ms': 25, 'L2_queue_pkts': 83}"
+
+
+def test_the_answer_keys_are_replaced_by_a_refusal(edition):
+    for omission in student_edition.REPLACED:
+        assert "def " in (ROOT / omission.path).read_text(), omission.path  # not stale
+        text = (edition / omission.path).read_text()
+        assert "def " not in text and "QuestionKey" not in text, omission.path
+    assert not [p for p in edition.rglob("*.py") if "def q02_3" in p.read_text()]
+    for module in ("labtools.judge.answer_keys", "labtools.judge.answer_key_questions",
+                   "labtools.judge.answer_key_sharing", "labtools.teach.answer_key_page"):
+        done = _python(edition, f"import {module}")
+        last = done.stderr.splitlines()[-1]
+        assert done.returncode == 1 and last.startswith("labtools.errors.InputError: "), last
+        assert "for instructors" in last and "not in the student edition" in last
+
+
+def test_a_notebooks_given_values_are_there_without_the_keys(edition):
+    done = _python(edition, "import sys\n"
+                            "from labtools.judge.question_givens import kit_topology\n"
+                            "from labtools.teach.question_values import question_values\n"
+                            "class Lab:\n    topo = kit_topology('portfolio', 's0005')\n"
+                            "print(question_values(Lab(), '02-Q3'))\n"
+                            "print(sorted(m for m in sys.modules if 'answer_key' in m))")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [GIVEN_02_Q3, "[]"]
+
+
+@pytest.mark.parametrize("args, words", [
+    (["answer-key", "alice"], "labtools answer-key is for instructors"),
+    (["class-report", "submitted"], "is for instructors"),
+])
+def test_the_instructors_commands_refuse_in_one_line_in_the_edition(edition, args, words):
+    done = subprocess.run([sys.executable, "-m", "labtools.cli", *args], capture_output=True,
+                          text=True, timeout=60, cwd=str(edition),
+                          env={**os.environ, "PYTHONPATH": str(edition)})
+    assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1
+    assert words in done.stderr and "not in the student edition" in done.stderr
+
+
+def test_the_kits_package_data_is_the_one_the_edition_replaces():
+    assert student_edition.PACKAGE_DATA in (ROOT / "pyproject.toml").read_text()
+    assert list((ROOT / "labtools/teach/conformance").glob("exchanges.json*"))
+    with pytest.raises(InputError, match="out of date"):
+        student_edition.installable('[tool.setuptools.package-data]\nlabtools = ["x"]\n')
 
 
 def test_labtools_expect_refuses_in_the_edition(edition):

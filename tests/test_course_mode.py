@@ -111,3 +111,25 @@ def test_doctor_says_the_setting_does_nothing_on_a_course(monkeypatch):
     assert not any(settings.SHOW_ANSWERS_IGNORED in line for line in settings_lines())
     _on_course(monkeypatch)
     assert sum(settings.SHOW_ANSWERS_IGNORED in line for line in settings_lines()) == 1
+
+
+class _Lab:
+    def __init__(self, topo) -> None:
+        self.topo = topo
+
+
+def test_the_answer_keys_are_refused_on_a_course_even_in_self_study(monkeypatch):
+    from labtools.judge.answer_key_questions import ANSWER_KEY_REFUSAL
+    from labtools.judge.answer_keys import keys_for, kit_topology
+    from labtools.teach.question_values import question_values
+
+    topo = kit_topology("portfolio", "s0005")
+    assert keys_for("s0005", "02")[2].given == question_values(_Lab(topo), "02-Q3")
+    _on_course(monkeypatch)
+    with pytest.raises(InputError) as refused:
+        keys_for("s0005", "02")
+    assert str(refused.value) == ANSWER_KEY_REFUSAL and "\n" not in ANSWER_KEY_REFUSAL
+    assert question_values(_Lab(topo), "02-Q3") == \
+        {"L2_bw_mbps": 25, "L2_delay_ms": 25, "L2_queue_pkts": 83}
+    done = run_cli(["answer-key", "alice"])
+    assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1

@@ -4,9 +4,15 @@
 One function per question (``topology -> QuestionKey``); the registry that names them by
 the id the notebooks show (``02-Q3``) is :data:`labtools.judge.answer_keys.ANSWER_KEYS`.
 Each key holds the values the question gives (``given``: rates, delays, queue limits of the
-student's links), the numbers a full answer computes from them (``values``), the answer in
-words with those numbers, and every yes/no conclusion of the rubric with its condition, as
-it holds for this network. Units are in the names; pure Python.
+student's links, from :data:`labtools.judge.question_givens.QUESTION_GIVENS`), the numbers
+a full answer computes from them (``values``), the answer in words with those numbers, and
+every yes/no conclusion of the rubric with its condition, as it holds for this network.
+Units are in the names; pure Python.
+
+The keys are the instructor's: where expected values are hidden (a student's lab, a
+course: :attr:`labtools.settings.Settings.answers_hidden`) no :class:`QuestionKey` is made;
+each refuses with :data:`ANSWER_KEY_REFUSAL`, as :func:`labtools.judge.exercises.solve`
+does.
 """
 
 from __future__ import annotations
@@ -15,15 +21,24 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Tuple
 
+from labtools import settings
+from labtools.errors import InputError
 from labtools.frame_sizes import IPERF_UDP_FRAME_BYTES, IPERF_UDP_PAYLOAD_BYTES
 from labtools.judge.capacity import is_saturated
+from labtools.judge.question_givens import LAB1_RATE_MBPS, givens
 from labtools.model.expect import TCP_FRAME_BYTES, TCP_MSS_BYTES, ping_frame_bytes
 from labtools.model.queues import CUBIC_BETA
 from labtools.model.topology import Link, Topology
 
-#: lab 1's offered UDP payload rate and its capacity search's range (the notebook's
-#: ``RATE_MBPS``, ``START_MBPS`` and ``MAX_MBPS``)
-LAB1_RATE_MBPS = 25
+__all__ = ["ANSWER_KEY_REFUSAL", "Conclusion", "QuestionKey", "LAB1_RATE_MBPS",
+           "LAB1_SEARCH_MBPS", "LAB1_RESOLUTION_MBPS"]
+
+#: why no answer key is made where expected values are hidden
+ANSWER_KEY_REFUSAL = ("the answer keys are for instructors: not available in a student's "
+                      "lab or on a course (the expected values are what the labs ask you "
+                      "to compute)")
+#: lab 1's capacity search's range (the notebook's ``START_MBPS`` and ``MAX_MBPS``; its
+#: offered rate ``RATE_MBPS`` is a given: :data:`LAB1_RATE_MBPS`)
 LAB1_SEARCH_MBPS = (1, 200)
 #: lab 1 Q3: the search's final range the question asks for (Mbit/s)
 LAB1_RESOLUTION_MBPS = 2
@@ -49,6 +64,10 @@ class QuestionKey:
         answer: the full answer in words, with this network's numbers.
         conclusions: the rubric's yes/no statements as they hold here.
         yes: for a yes/no question, its answer (None for other questions).
+
+    Raises:
+        InputError: :data:`ANSWER_KEY_REFUSAL` where expected values are hidden (a
+            student's lab, a course).
     """
 
     question_id: str
@@ -57,6 +76,10 @@ class QuestionKey:
     answer: str = ""
     conclusions: Tuple[Conclusion, ...] = ()
     yes: Optional[bool] = None
+
+    def __post_init__(self) -> None:
+        if settings.current().answers_hidden:
+            raise InputError(ANSWER_KEY_REFUSAL)
 
     def as_dict(self) -> Dict[str, Any]:
         """JSON form: numbers rounded to 4 decimals; ``yes`` only for a yes/no question."""
@@ -93,18 +116,6 @@ def _rate(link: Link) -> float:
     return float(link.bw_mbps or 0.0)
 
 
-def _given(topo: Topology, *names: str, queue: bool = False) -> Dict[str, Any]:
-    """Rate, one-way delay (and queue limit) of the named links."""
-    out: Dict[str, Any] = {}
-    for name in names:
-        link = topo.link(name)
-        out[f"{name}_bw_mbps"] = link.bw_mbps
-        out[f"{name}_delay_ms"] = link.delay_ms
-        if queue:
-            out[f"{name}_queue_pkts"] = link.queue_pkts
-    return out
-
-
 def _frames(rate_mbps: float, ms: float) -> float:
     """Full 1514-byte frames a ``rate_mbps`` link sends in ``ms``."""
     return rate_mbps * 1e6 * ms / 1e3 / (TCP_FRAME_BYTES * 8)
@@ -122,9 +133,9 @@ def _udp_payload(rate_mbps: float) -> float:
     return rate_mbps * IPERF_UDP_PAYLOAD_BYTES / IPERF_UDP_FRAME_BYTES
 
 
-def _words(question_id: str, text: str) -> QuestionKey:
+def _words(question_id: str, topo: Topology, text: str) -> QuestionKey:
     """A question whose answer takes no number of the network."""
-    return QuestionKey(question_id, {}, answer=text)
+    return QuestionKey(question_id, givens(question_id, topo), answer=text)
 
 
 # --- lab 00 ----------------------------------------------------------------------------
@@ -132,14 +143,16 @@ def _words(question_id: str, text: str) -> QuestionKey:
 
 def q00_1(topo: Topology) -> QuestionKey:
     """Why the first reply is slower: address resolution."""
-    return _words("00-Q1", "ARP: before the first packet can leave, each host and router "
+    return _words("00-Q1", topo,
+                  "ARP: before the first packet can leave, each host and router "
                   "learns the next hop's Ethernet address (a request and a reply per "
                   "segment, out and back); later packets find it cached.")
 
 
 def q00_2(topo: Topology) -> QuestionKey:
     """Why the minimum RTT."""
-    return _words("00-Q2", "Every sample holds at least the propagation RTT and waiting only "
+    return _words("00-Q2", topo,
+                  "Every sample holds at least the propagation RTT and waiting only "
                   "adds to it, so the minimum is the closest to it; a large gap between "
                   "average and minimum means samples waited (queues, ARP, a busy machine).")
 
@@ -151,7 +164,7 @@ def q00_3(topo: Topology) -> QuestionKey:
     tx1, tx2 = frame * 8 / (l1 * 1e3), frame * 8 / (l2 * 1e3)
     total = 2 * (tx1 + tx2)
     return QuestionKey(
-        "00-Q3", _given(topo, "L1", "L2"),
+        "00-Q3", givens("00-Q3", topo),
         {"echo_frame_bytes": frame, "L1_transmission_ms": tx1, "L2_transmission_ms": tx2,
          "transmission_total_ms": total},
         f"(1) Transmission: a {frame}-byte echo takes {frame} × 8 / {l1:g} Mbit/s ≈ "
@@ -171,7 +184,7 @@ def q01_1(topo: Topology) -> QuestionKey:
     lost = max(0.0, 1 - _rate(l3) / frames)
     dropped = frames > _rate(l3)
     return QuestionKey(
-        "01-Q1", {"offered_payload_mbps": LAB1_RATE_MBPS, **_given(topo, "L3", queue=True)},
+        "01-Q1", givens("01-Q1", topo),
         {"offered_frames_mbps": frames, "loss_pct": 100 * lost},
         f"At the entrance of L3 (r3 → r4): {LAB1_RATE_MBPS} Mbit/s of payload is "
         f"{LAB1_RATE_MBPS} × {IPERF_UDP_FRAME_BYTES}/{IPERF_UDP_PAYLOAD_BYTES} ≈ {_mb(frames)} "
@@ -186,7 +199,8 @@ def q01_1(topo: Topology) -> QuestionKey:
 
 def q01_2(topo: Topology) -> QuestionKey:
     """Why jitter grows near capacity."""
-    return _words("01-Q2", "Near capacity the bottleneck's queue fills and drains unevenly: "
+    return _words("01-Q2", topo,
+                  "Near capacity the bottleneck's queue fills and drains unevenly: "
                   "each datagram waits a different time in it, so the spacing of arrivals "
                   "varies.")
 
@@ -216,7 +230,7 @@ def q01_3(topo: Topology) -> QuestionKey:
     ramp, clean, knee, halvings = ramp_and_bisect(capacity)
     sweep = math.floor(capacity) + 1
     return QuestionKey(
-        "01-Q3", {"bottleneck_h1_h4_mbps": rate},
+        "01-Q3", givens("01-Q3", topo),
         {"udp_capacity_h1_h4_mbps": capacity, "ramp_steps": ramp, "last_clean_mbps": clean,
          "knee_mbps": knee, "bisection_steps": halvings, "search_steps": ramp + halvings,
          "sweep_steps": sweep},
@@ -233,7 +247,7 @@ def q01_4(topo: Topology) -> QuestionKey:
     capacity = _udp_payload(rate)
     headers = 100 * (IPERF_UDP_FRAME_BYTES - IPERF_UDP_PAYLOAD_BYTES) / IPERF_UDP_FRAME_BYTES
     return QuestionKey(
-        "01-Q4", {"bottleneck_h1_h4_mbps": rate},
+        "01-Q4", givens("01-Q4", topo),
         {"ideal_estimate_mbps": capacity, "ideal_shortfall_pct": 100 * (1 - capacity / rate),
          "headers_pct": headers},
         f"Headers: {IPERF_UDP_FRAME_BYTES - IPERF_UDP_PAYLOAD_BYTES} of every "
@@ -255,14 +269,16 @@ def q01_4(topo: Topology) -> QuestionKey:
 
 def q02_1(topo: Topology) -> QuestionKey:
     """iperf3 and simpleperf: the receiver's count."""
-    return _words("02-Q1", "They agree within a few percent near the goodput ceiling "
+    return _words("02-Q1", topo,
+                  "They agree within a few percent near the goodput ceiling "
                   "(simpleperf's total includes slow start); both report the bytes the "
                   "server received, data that crossed the link, unlike the sender's count.")
 
 
 def q02_2(topo: Topology) -> QuestionKey:
     """How a sender "sends" faster than its link."""
-    return _words("02-Q2", "The sender counts writes into its socket buffer, accepted at "
+    return _words("02-Q2", topo,
+                  "The sender counts writes into its socket buffer, accepted at "
                   "memory speed until the buffer is full; that data has not crossed the "
                   "link yet.")
 
@@ -293,7 +309,7 @@ def q02_3(topo: Topology) -> QuestionKey:
                "shrinks but never runs dry, L2 does not idle, and the rate sits near the "
                "header ceiling.")
     return QuestionKey(
-        "02-Q3", _given(topo, "L2", queue=True),
+        "02-Q3", givens("02-Q3", topo),
         {"goodput_ceiling_mbps": ceiling, "headers_pct": 100 * (1 - ceiling / rate),
          "window_top_pkts": top, "window_after_cut_pkts": after, "bdp_pkts": bdp},
         f"Headers: 1448 of every 1514 bytes, so a full L2 delivers {rate:g} × 1448/1514 ≈ "
@@ -319,7 +335,7 @@ def q03_1(topo: Topology) -> QuestionKey:
     slowest = min((_rate(link), link.label) for link in (l1, l2, l3))
     same = slowest == min((_rate(link), link.label) for link in (l2, l3))
     return QuestionKey(
-        "03-Q1", _given(topo, "L1", "L2", "L3"),
+        "03-Q1", givens("03-Q1", topo),
         {"rtt_h1_h9_ms": rtt_long, "rtt_h7_h9_ms": rtt_short, "bottleneck_mbps": slowest[0]},
         f"Delays add up: L1 adds 2 × {l1.delay_ms:g} ms to h1-h9's RTT ({_ms(rtt_long)} "
         f"against {_ms(rtt_short)}). The rate is set by the slowest link alone, "
@@ -331,7 +347,8 @@ def q03_1(topo: Topology) -> QuestionKey:
 
 def q03_2(topo: Topology) -> QuestionKey:
     """The window asked for, the window granted."""
-    return _words("03-Q2", "The measured rate follows window / RTT of the window the kernel "
+    return _words("03-Q2", topo,
+                  "The measured rate follows window / RTT of the window the kernel "
                   "granted (snd_wnd), at or a little below it. -w only sets the socket "
                   "buffers: Linux doubles them, keeps a share for bookkeeping and advertises "
                   "the rest, depending on the kernel version. Below window / RTT: a longer "
@@ -344,7 +361,7 @@ def q03_3(topo: Topology) -> QuestionKey:
     rtt = 2 * (l2.delay_ms + l3.delay_ms)
     bdp = _bdp(min(_rate(l2), _rate(l3)), rtt)
     return QuestionKey(
-        "03-Q3", _given(topo, "L2", "L3"), {"rtt_h7_h9_ms": rtt, "bdp_h7_h9_bytes": bdp},
+        "03-Q3", givens("03-Q3", topo), {"rtt_h7_h9_ms": rtt, "bdp_h7_h9_bytes": bdp},
         f"(1) A busy CPU: check top or labtools doctor. (2) A window below h7-h9's BDP "
         f"({_bytes(bdp)}: {min(_rate(l2), _rate(l3)):g} Mbit/s × {rtt:g} ms): compare the "
         "rate with window / RTT, read the window with ss -tin. (3) Competing traffic on L2 "

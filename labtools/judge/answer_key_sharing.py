@@ -15,12 +15,12 @@ from labtools.judge.answer_key_questions import (
     _bdp,
     _bytes,
     _ceiling,
-    _given,
     _mb,
     _ms,
     _rate,
     _words,
 )
+from labtools.judge.question_givens import givens
 from labtools.model.expect import TCP_FRAME_BYTES, TCP_MSS_BYTES, path
 from labtools.model.queues import loaded_rtt
 from labtools.model.topology import Link, Topology
@@ -44,7 +44,7 @@ def q04_1(topo: Topology) -> QuestionKey:
               f"Here L3 ({l3:g} Mbit/s) is below half of L2 ({l2 / 2:g}), so L3 does limit "
               "h7-h9 and h1-h4 gets the rest of L2.")
     return QuestionKey(
-        "04-Q1", {"L2_bw_mbps": l2, "L3_bw_mbps": l3},
+        "04-Q1", givens("04-Q1", topo),
         {"half_of_L2_mbps": l2 / 2}, reason,
         (Conclusion("h7-h9's share is set by L2", by_l2, "L2's rate / 2 < L3's rate"),),
         by_l2)
@@ -61,7 +61,7 @@ def q04_2(topo: Topology) -> QuestionKey:
     """Scenario D: two flows through r3 that do not slow each other down."""
     apart = not set(_rated(topo, "h1", "h4")) & set(_rated(topo, "h8", "h9"))
     return QuestionKey(
-        "04-Q2", {"L2_bw_mbps": _rate(topo.link("L2")), "L3_bw_mbps": _rate(topo.link("L3"))},
+        "04-Q2", givens("04-Q2", topo),
         {}, "The limits are on the links, not in the router: h1-h4 and h8-h9 share no "
         "rate-limited link in the direction of their data, so each runs at its own "
         f"bottleneck (L2 at {_rate(topo.link('L2')):g}, L3 at {_rate(topo.link('L3')):g} "
@@ -72,7 +72,8 @@ def q04_2(topo: Topology) -> QuestionKey:
 
 def q04_3(topo: Topology) -> QuestionKey:
     """Why shares are unequal over a few seconds."""
-    return _words("04-Q3", "Which flow is dropped at the full queue is chance; RTT, window "
+    return _words("04-Q3", topo,
+                  "Which flow is dropped at the full queue is chance; RTT, window "
                   "and start order differ; the emulating CPU adds noise. The repeated runs' "
                   "range shows the chance part; the median is what to report.")
 
@@ -98,7 +99,7 @@ def q04_4(topo: Topology) -> QuestionKey:
                              "the load's bottleneck queue (on the side its data leaves) is "
                              "one the ping crosses") for name, ping, load in cases)
     return QuestionKey(
-        "04-Q4", {"L2_bw_mbps": l2, "L3_bw_mbps": l3}, {},
+        "04-Q4", givens("04-Q4", topo), {},
         "A transfer fills the queue of its own bottleneck; only pings that cross it in the "
         "data's direction wait. h2-h5 is held by L2 and fills L2's queue (r2 → r3), which "
         f"h1-h4's echoes cross. h7-h9 is held by L3 ({l3:g} Mbit/s, below L2's {l2:g}): its "
@@ -115,7 +116,7 @@ def q05_1(topo: Topology) -> QuestionKey:
     """Two connections' advantage, and five."""
     l2 = _rate(topo.link("L2"))
     return QuestionKey(
-        "05-Q1", {"L2_bw_mbps": l2},
+        "05-Q1", givens("05-Q1", topo),
         {"share_h1_h4_mbps": l2 / 2, "share_single_mbps": l2 / 4,
          "five_connections_per_connection_mbps": l2 / 7, "five_connections_h1_h4_mbps": 5 * l2 / 7,
          "five_connections_advantage": 5.0},
@@ -127,7 +128,8 @@ def q05_1(topo: Topology) -> QuestionKey:
 
 def q05_2(topo: Topology) -> QuestionKey:
     """Is it fair to open more connections?"""
-    return _words("05-Q2", "Per connection it is fair (the network cannot tell which "
+    return _words("05-Q2", topo,
+                  "Per connection it is fair (the network cannot tell which "
                   "connections belong together); per user it is not: a user with many "
                   "connections takes from those with one (remedies: per-host or per-user "
                   "fair queueing, limits on parallel connections).")
@@ -139,7 +141,7 @@ def q05_3(topo: Topology) -> QuestionKey:
     rtt = 2 * (l1.delay_ms + l2.delay_ms)
     bdp = _bdp(_rate(l2), rtt)
     return QuestionKey(
-        "05-Q3", _given(topo, "L1", "L2"),
+        "05-Q3", givens("05-Q3", topo),
         {"rtt_h1_h4_ms": rtt, "bdp_h1_h4_bytes": bdp, "window_per_connection_bytes": bdp / 4},
         f"Together the four connections must keep one BDP in flight ({_bytes(bdp)} for "
         f"{_rate(l2):g} Mbit/s and {rtt:g} ms), a quarter ({_bytes(bdp / 4)}) each. Smaller "
@@ -164,7 +166,7 @@ def q06_1(topo: Topology) -> QuestionKey:
                              "goodput ceiling)") for w in LAB6_WINDOWS_BYTES)
     rates = {f"window_{w}_mbps": w * 8 / (rtt * 1e3) for w in LAB6_WINDOWS_BYTES}
     return QuestionKey(
-        "06-Q1", _given(topo, "B"),
+        "06-Q1", givens("06-Q1", topo),
         {"rtt_ms": rtt, "bdp_bytes": bdp, "goodput_ceiling_mbps": ceiling, **rates},
         f"The windows below the BDP ({_bytes(bdp)}: {_rate(b):g} Mbit/s × {rtt:g} ms) held "
         f"the rate below the {_mb(ceiling)} ceiling: {', '.join(str(w) for w in held)} "
@@ -180,7 +182,7 @@ def q06_2(topo: Topology) -> QuestionKey:
     bdp = _bdp(_rate(b), 2 * b.delay_ms)
     above = LAB6_LARGE_WINDOW_BYTES > bdp
     return QuestionKey(
-        "06-Q2", _given(topo, "B", queue=True),
+        "06-Q2", givens("06-Q2", topo),
         {"bdp_bytes": bdp, "share_window_bytes": bdp / 4,
          "large_window_over_bdp": LAB6_LARGE_WINDOW_BYTES / bdp},
         f"With windows of a quarter of the BDP ({_bytes(bdp / 4)}) the flows just fill B and "
@@ -196,7 +198,7 @@ def q06_3(topo: Topology) -> QuestionKey:
     """--bidir against two separate pairs."""
     rate = _rate(_b(topo))
     return QuestionKey(
-        "06-Q3", {"B_bw_mbps": rate}, {"goodput_ceiling_mbps": _ceiling(rate)},
+        "06-Q3", givens("06-Q3", topo), {"goodput_ceiling_mbps": _ceiling(rate)},
         "Each direction's data shares its queue with the other direction's ACKs, and one "
         "iperf3 process per host does both; the separate pairs have their own processes. "
         f"At {rate:g} Mbit/s the CPU has room, so the difference is usually smaller than the "
@@ -211,7 +213,7 @@ def q06_4(topo: Topology) -> QuestionKey:
     model = loaded_rtt(topo, "a1", "b1", "a2", "b2")
     drain_longer = drain > b.delay_ms
     return QuestionKey(
-        "06-Q4", _given(topo, "B", queue=True),
+        "06-Q4", givens("06-Q4", topo),
         {"idle_rtt_ms": 2 * b.delay_ms, "drain_ms": drain, "max_rtt_ms": bound,
          "delay_plus_drain_ms": drain + 2 * b.delay_ms, "model_middle_ms": model.typical_ms},
         f"From the {_ms(2 * b.delay_ms)} propagation towards the {_ms(bound)} bound, below "
@@ -227,7 +229,8 @@ def q06_4(topo: Topology) -> QuestionKey:
 
 def q06_5(topo: Topology) -> QuestionKey:
     """The CPU is part of the network."""
-    return _words("06-Q5", "The CPU of the one emulating machine, taken by the busy loops. "
+    return _words("06-Q5", topo,
+                  "The CPU of the one emulating machine, taken by the busy loops. "
                   "On a shaped path: a minimum RTT above propagation + calibration, rates "
                   "below the ceiling alone on a path, samples above the worst RTT.")
 
@@ -239,7 +242,7 @@ def q06_6(topo: Topology) -> QuestionKey:
     frames = sent * IPERF_UDP_FRAME_BYTES / IPERF_UDP_PAYLOAD_BYTES
     meant = LAB1_RATE_MBPS * IPERF_UDP_FRAME_BYTES / IPERF_UDP_PAYLOAD_BYTES
     return QuestionKey(
-        "06-Q6", {"L3_bw_mbps": l3, "offered_payload_mbps": LAB1_RATE_MBPS},
+        "06-Q6", givens("06-Q6", topo),
         {"binary_ratio": BINARY_MEGA, "sent_payload_mbps": sent,
          "loss_binary_pct": 100 * (1 - l3 / frames), "loss_decimal_pct": 100 * (1 - l3 / meant)},
         f"-b 10M is 10 × 2^20 bit/s, {100 * (BINARY_MEGA - 1):.1f} % more. -b 25M sends "

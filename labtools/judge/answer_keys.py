@@ -5,42 +5,39 @@ numbers, and which way each yes/no conclusion goes, depends on the student's var
 (:mod:`labtools.model.variants`). :data:`ANSWER_KEYS` maps each question id, as the
 notebook shows it (``02-Q3``: lab 02, **Q3.**), to the function that answers it for a
 topology (:mod:`labtools.judge.answer_key_questions`, labs 00-03, and
-:mod:`labtools.judge.answer_key_sharing`, labs 04-06); :func:`question_topology` says on
-which topology (spec, before the variant) the question is asked. ``labtools answer-key``
-prints them per student; a notebook prints a question's given values with
-:func:`labtools.teach.question_values.show_question_values`.
+:mod:`labtools.judge.answer_key_sharing`, labs 04-06), on top of the values the question
+gives (:mod:`labtools.judge.question_givens`, which also says on which topology a question
+is asked and builds the kit's topologies). ``labtools answer-key`` and the class report
+print them per student; a notebook prints only a question's given values
+(:func:`labtools.teach.question_values.show_question_values`).
 
-The kit's own topology files are imported once in this process (:func:`kit_topology`), so
-a class's keys take seconds: the same ``topology(**params)`` the catalog calls.
+The keys are the instructor's: where expected values are hidden (a student's lab, a
+course) :func:`keys_for` and every key function refuse with
+:data:`~labtools.judge.answer_key_questions.ANSWER_KEY_REFUSAL`, as
+:func:`labtools.judge.exercises.solve` does, and the student edition does not carry these
+modules (:mod:`labtools.teach.student_edition`).
 """
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from functools import lru_cache
-from types import ModuleType
 from typing import Callable, Dict, List, Optional
 
-from labtools.errors import InputError, TopologyError
+from labtools import settings
+from labtools.errors import InputError
 from labtools.judge import answer_key_questions as q
 from labtools.judge import answer_key_sharing as s
-from labtools.judge.answer_key_questions import Conclusion, QuestionKey
-from labtools.model.catalog import split_spec, topologies_dir
+from labtools.judge.answer_key_questions import ANSWER_KEY_REFUSAL, Conclusion, QuestionKey
+from labtools.judge.question_givens import (
+    LAB_TOPOLOGIES,
+    OTHER_TOPOLOGY,
+    kit_topology,
+    labs,
+    question_topology,
+)
 from labtools.model.topology import Topology
 
-__all__ = ["ANSWER_KEYS", "Conclusion", "QuestionKey", "LAB_TOPOLOGIES", "keys_for",
-           "question_topology", "kit_topology", "labs"]
-
-#: the topology each lab is measured on, before the student's variant is added (lab 06's
-#: is the notebook's ``TOPOLOGY``)
-LAB_TOPOLOGIES: Dict[str, str] = {
-    "00": "portfolio", "01": "portfolio", "02": "portfolio", "03": "portfolio",
-    "04": "portfolio", "05": "portfolio",
-    "06": "dumbbell,pairs=4,bw_mbps=20,delay_ms=20,queue_pkts=100",
-}
-#: questions asked about another lab's network than their own
-OTHER_TOPOLOGY: Dict[str, str] = {"06-Q6": "portfolio"}
+__all__ = ["ANSWER_KEYS", "ANSWER_KEY_REFUSAL", "Conclusion", "QuestionKey", "LAB_TOPOLOGIES",
+           "OTHER_TOPOLOGY", "keys_for", "question_topology", "kit_topology", "labs"]
 
 #: question id -> its answer for a topology
 ANSWER_KEYS: Dict[str, Callable[[Topology], QuestionKey]] = {
@@ -55,48 +52,18 @@ ANSWER_KEYS: Dict[str, Callable[[Topology], QuestionKey]] = {
 }
 
 
-def labs() -> List[str]:
-    """The labs that have keys, in order (``00`` ... ``06``)."""
-    return sorted(LAB_TOPOLOGIES)
-
-
-def question_topology(question_id: str) -> str:
-    """The topology spec (without a variant) a question is asked on."""
-    if question_id not in ANSWER_KEYS:
-        raise InputError(f"no answer key for question {question_id!r}: choose one of "
-                         f"{', '.join(ANSWER_KEYS)}")
-    return OTHER_TOPOLOGY.get(question_id, LAB_TOPOLOGIES[question_id[:2]])
-
-
-@lru_cache(maxsize=None)
-def _kit_module(name: str) -> ModuleType:
-    path = topologies_dir() / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"labtools_answer_key_{name}", str(path))
-    if spec is None or spec.loader is None or not path.is_file():
-        raise TopologyError(f"{name} is not one of the kit's topologies ({path})")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # as an import does: dataclasses look it up there
-    spec.loader.exec_module(module)
-    return module
-
-
-@lru_cache(maxsize=4096)
-def kit_topology(spec: str, variant: str = "") -> Topology:
-    """The kit's topology ``spec`` (``NAME,key=value...``) with ``variant`` (none: the
-    reference values), built in this process; the variant is read as a spec reads it
-    (``007`` is the number 7)."""
-    head, params = split_spec(f"{spec},variant={variant}" if variant else spec)
-    topo = _kit_module(head).topology(**params)
-    if not isinstance(topo, Topology):
-        raise TopologyError(f"{head}.topology() did not return a Topology")
-    return topo
-
-
 def keys_for(variant: str, lab: Optional[str] = None,
              topologies: Optional[Dict[str, Topology]] = None) -> List[QuestionKey]:
     """Every question's key (or lab ``lab``'s: ``02`` or ``2``) for the network of
     ``variant`` ('' for the reference). ``topologies`` (spec -> topology) replaces the
-    kit's build, e.g. with a rate-scaled network."""
+    kit's build, e.g. with a rate-scaled network.
+
+    Raises:
+        InputError: :data:`ANSWER_KEY_REFUSAL` where expected values are hidden (a
+            student's lab, a course); an unknown lab.
+    """
+    if settings.current().answers_hidden:
+        raise InputError(ANSWER_KEY_REFUSAL)
     wanted = None if lab is None else _lab_id(lab)
     keys = []
     for question_id, answer in ANSWER_KEYS.items():

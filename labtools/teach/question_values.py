@@ -2,15 +2,17 @@
 
 The notebooks' questions speak of "your network's L2 (the values printed above)": the cell
 above such a question calls :func:`show_question_values`, which prints the inputs the
-question gives (rates, delays, queue limits of the student's links; the lab's own settings),
-never what the answer computes from them (:mod:`labtools.judge.answer_keys`).
+question gives (rates, delays, queue limits of the student's links; the lab's own settings)
+from :data:`labtools.judge.question_givens.QUESTION_GIVENS`, which holds no answer: never
+what the answer computes from them (:mod:`labtools.judge.answer_keys`, the instructor's, not
+in the student edition).
 """
 
 from __future__ import annotations
 
 from typing import Any, Dict
 
-from labtools.judge.answer_keys import ANSWER_KEYS, kit_topology, question_topology
+from labtools.judge.question_givens import givens, kit_topology, question_topology
 from labtools.model.catalog import split_spec
 
 #: how a given value is printed: the end of its name -> (what it is, its unit)
@@ -20,12 +22,16 @@ UNITS = {"_bw_mbps": ("rate", "Mbit/s"), "_delay_ms": ("delay", "ms one-way"),
 
 def question_values(lab: Any, question_id: str) -> Dict[str, Any]:
     """The values question ``question_id`` gives on ``lab``'s network (its topology, or,
-    for a question about another lab's network, that network with the same variant)."""
+    for a question about another lab's network, that network with the same variant).
+
+    Raises:
+        InputError: an unknown question id.
+    """
     topo = lab.topo
     spec = question_topology(question_id)
     if split_spec(spec)[0] != topo.name:
         topo = kit_topology(spec, str(topo.params.get("variant") or ""))
-    return dict(ANSWER_KEYS[question_id](topo).given)
+    return givens(question_id, topo)
 
 
 def format_values(values: Dict[str, Any]) -> str:

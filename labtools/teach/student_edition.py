@@ -13,7 +13,12 @@ as source:
   client sends), so they ship compiled for the Python that bundled them: they run, their
   source is not there (``inspect.getsource`` fails);
 - :data:`STUBBED`: functions whose body is replaced by a one-line refusal that says how to
-  get the real thing (lab 1's capacity search: ``search_rates``);
+  get the real thing (lab 1's capacity search: ``search_rates``; the instructor's
+  ``labtools answer-key``);
+- :data:`REPLACED`: modules replaced whole by one that refuses, in one line, to be
+  imported: the answer keys (every written question answered for a variant) and their
+  pages. A notebook's given values come from :mod:`labtools.judge.question_givens`, which
+  holds no answer and is there;
 - :data:`KEPT`: reference code the kit's own judging needs, kept on purpose, with why
   (lab 4's prediction of which pings cross the queue a transfer fills: the verdicts of a
   ping under load are computed from it; a measurement's verdicts show its values once
@@ -88,6 +93,17 @@ STUBBED: Tuple[Stub, ...] = (
     Stub("labtools/lab/capacity.py", "search_rates",
          "the capacity search is what lab 1 asks you to write (find_capacity in "
          "01-udp-bandwidth-probing.ipynb); it is not in the student edition"),
+    Stub("labtools/commands/answer_key_cmd.py", "run",
+         "labtools answer-key is for instructors: it is not in the student edition"),
+)
+#: modules replaced by a refusal to be imported (:func:`refusing_module`)
+REPLACED: Tuple[Omission, ...] = (
+    Omission("labtools/judge/answer_keys.py", "the answer keys of the written questions"),
+    Omission("labtools/judge/answer_key_questions.py",
+             "the answers of labs 00-03's written questions"),
+    Omission("labtools/judge/answer_key_sharing.py",
+             "the answers of labs 04-06's written questions"),
+    Omission("labtools/teach/answer_key_page.py", "the answer keys' pages"),
 )
 #: reference code kept on purpose, and why
 KEPT: Tuple[Omission, ...] = (
@@ -99,8 +115,9 @@ KEPT: Tuple[Omission, ...] = (
 
 @dataclass
 class Bundle:
-    """What :func:`write_edition` wrote: the files copied, compiled and stubbed (paths
-    relative to the edition's folder)."""
+    """What :func:`write_edition` wrote: the files copied, compiled and stubbed (a
+    function stubbed, or the module replaced: :data:`REPLACED`), paths relative to the
+    edition's folder."""
 
     folder: Path
     copied: List[str] = field(default_factory=list)
@@ -164,15 +181,32 @@ def stubbed_source(text: str, stub: Stub) -> str:
     return "".join(lines[:first]) + refusal + "".join(lines[last:])
 
 
+def refusing_module(omission: Omission) -> str:
+    """The source that replaces ``omission.path`` in the edition: a docstring and
+    ``raise InputError(...)``, so that importing it refuses in one line."""
+    module = omission.path[:-len(".py")].replace("/", ".")
+    message = f"{module} is for instructors ({omission.why}): not in the student edition"
+    return (f'"""{omission.why[:1].upper()}{omission.why[1:]}: not in the student '
+            'edition."""\n\nfrom labtools.errors import InputError\n\n'
+            f"raise InputError({message!r})\n")
+
+
 #: the package data of the kit's pyproject.toml, and the edition's (its marker, bytecode)
-PACKAGE_DATA = 'labtools = ["py.typed"]'
+PACKAGE_DATA = 'labtools = ["py.typed", "teach/conformance/exchanges.json*"]'
 EDITION_PACKAGE_DATA = ('labtools = ["py.typed", "EDITION", "tools/simpleperf/*.pyc", '
                         '"teach/conformance/exchanges.json*"]')
 
 
 def installable(pyproject: str) -> str:
     """The kit's ``pyproject.toml`` with the edition's package data, so that ``pip install``
-    of the edition installs its marker and bytecode too."""
+    of the edition installs its marker and bytecode too.
+
+    Raises:
+        InputError: the kit's package data is not :data:`PACKAGE_DATA`.
+    """
+    if PACKAGE_DATA not in pyproject:
+        raise InputError(f"pyproject.toml has no line {PACKAGE_DATA}: the package data in "
+                         "labtools/teach/student_edition.py is out of date")
     return pyproject.replace(PACKAGE_DATA, EDITION_PACKAGE_DATA)
 
 
@@ -230,6 +264,7 @@ def write_edition(root: Path, dest: Path, force: bool = False) -> Bundle:
     files, bundle.skipped_links = source_files(root)
     compiled = {o.path for o in BYTECODE_ONLY}
     stubs = {s.path: s for s in STUBBED}
+    replaced = {o.path: o for o in REPLACED}
     for rel in files:
         if rel in compiled:
             out = _target(dest, rel[:-len(".py")] + ".pyc")
@@ -243,6 +278,9 @@ def write_edition(root: Path, dest: Path, force: bool = False) -> Bundle:
             out.write_text(installable((root / rel).read_text(encoding="utf-8")),
                            encoding="utf-8")
             bundle.copied.append(rel)
+        elif rel in replaced:
+            out.write_text(refusing_module(replaced[rel]), encoding="utf-8")
+            bundle.stubbed.append(rel)
         elif rel in stubs:
             out.write_text(stubbed_source((root / rel).read_text(encoding="utf-8"),
                                           stubs[rel]), encoding="utf-8")
