@@ -36,7 +36,13 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Write the student edition; 0."""
     from labtools.paths import checkout_root
-    from labtools.teach.student_edition import BYTECODE_ONLY, LEFT_OUT, STUBBED, write_edition
+    from labtools.teach.student_edition import (
+        BYTECODE_ONLY,
+        LEFT_OUT,
+        REPLACED,
+        STUBBED,
+        write_edition,
+    )
 
     root = checkout_root()
     if root is None:
@@ -48,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
     print("left out: " + ", ".join(o.path for o in LEFT_OUT))
     print("bytecode only: " + ", ".join(o.path for o in BYTECODE_ONLY))
     print("stubbed: " + ", ".join(f"{s.path} {s.function}()" for s in STUBBED))
+    print("replaced by a refusal: " + ", ".join(o.path for o in REPLACED))
     for link in bundle.skipped_links:
         print(f"not copied (a symbolic link): {link}")
     return 0
