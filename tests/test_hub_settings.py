@@ -229,7 +229,7 @@ def refused(capsys, path: Path, *argv, command: str = "check") -> str:
     (("data_dir = \"state\"", "data_dir = \"/var/lib\""), "/var/lib is a system folder"),
     (("data_dir = \"state\"", "data_dir = \"/home/someone\""), "/home/someone is a home"),
     (("data_dir = \"state\"", "data_dir = \"/proc/1\""), "inside a system folder"),
-    (("data_dir = \"state\"", f"data_dir = \"{ROOT.parent}\""), "the kit's folder"),
+    (("data_dir = \"state\"", f"data_dir = \"{ROOT}\""), "the kit's folder"),
     (("[hub]", "[servers]\nmem_limt = \"4G\"\n[hub]"),
      "unknown key servers.'mem_limt' (did you mean servers.mem_limit?)"),
     (("listen =", "mem_limit = \"4G\"\nlisten ="), "(did you mean servers.mem_limit?)"),
