@@ -7,7 +7,9 @@
 #
 # A student's lab by default (LABTOOLS_MODE=student): JupyterLab opens workspace/ in the
 # shared folder, the student notebooks only (`labtools notebooks workspace`, which never
-# overwrites the student's work), and the kernels get LABTOOLS_MODE=student.
+# overwrites the student's work), the kernels get LABTOOLS_MODE=student, and JupyterLab
+# shows no instructor tools (nbgrader's formgrader, course list and Create Assignment off:
+# the student server's config in deploy/image/etc/labtools/jupyter/student).
 # LABTOOLS_MODE=instructor vagrant provision (or up) opens the whole kit, solutions/ too.
 set -euo pipefail
 venv=$1
@@ -39,7 +41,9 @@ root=$here
 prepare=""
 if [ "$mode" = student ]; then
     root=$here/workspace
-    prepare="ExecStartPre=$venv/bin/labtools notebooks workspace $root --students $here/notebooks"
+    # the student's notebooks, and nbgrader's instructor extensions off
+    prepare="ExecStartPre=$venv/bin/labtools notebooks workspace $root --students $here/notebooks
+Environment=JUPYTER_CONFIG_PATH=$here/deploy/image/etc/labtools/jupyter/student"
 fi
 # the service's settings: the host's port (for the printed address) and, when asked for, a
 # rate scale for a machine too slow for the lab's rates (docs/running.md, "The machine is part...")

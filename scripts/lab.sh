@@ -7,8 +7,11 @@
 #
 # A student's lab by default: JupyterLab opens workspace/, the student notebooks only (made
 # by `labtools notebooks workspace`, never overwriting the student's work), and the kernels
-# get LABTOOLS_MODE=student (no expected values handed out). LABTOOLS_MODE=instructor opens
-# the whole kit, solutions/ included.
+# get LABTOOLS_MODE=student (no expected values handed out), and JupyterLab shows no
+# instructor tools (nbgrader's formgrader, course list and Create Assignment are off: the
+# student server's config in deploy/image/etc/labtools/jupyter/student, as in the container
+# and on a course hub). LABTOOLS_MODE=instructor opens the whole kit, solutions/ included,
+# with every nbgrader tool.
 #
 #   bash scripts/lab.sh                  # token generated, URL printed
 #   LAB_PORT=8899 JUPYTER_TOKEN=secret bash scripts/lab.sh
@@ -23,6 +26,8 @@ case "$LABTOOLS_MODE" in student|instructor) ;; *)
     echo "[lab] LABTOOLS_MODE must be student or instructor" >&2; exit 2 ;; esac
 root=$here
 [ "$LABTOOLS_MODE" = student ] && root=$here/workspace
+# a student's lab: nbgrader's instructor extensions off (the same config as the container's)
+student_config=$here/deploy/image/etc/labtools/jupyter/student
 
 if [ "${1:-}" = "--serve" ]; then
     # Runs where the networks run (natively or inside the VM). Inside the VM, listen on the
@@ -30,6 +35,9 @@ if [ "${1:-}" = "--serve" ]; then
     : "${JUPYTER_TOKEN:?a token is required}"
     export JUPYTER_TOKEN
     export MPLCONFIGDIR="$here/.cache/matplotlib"  # the font cache setup.sh built
+    if [ "$LABTOOLS_MODE" = student ]; then
+        export JUPYTER_CONFIG_PATH="$student_config${JUPYTER_CONFIG_PATH:+:$JUPYTER_CONFIG_PATH}"
+    fi
     cd "$here"
     exec "$venv/bin/jupyter" lab --no-browser --allow-root \
         --ip="${LABTOOLS_VM_ADDR:-127.0.0.1}" --port="$port" --ServerApp.port_retries=0 \

@@ -223,6 +223,10 @@ def test_a_notebook_kernel_in_the_lab_vm_is_named_instead_of_no_lab(records):
     kernel = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "-m",
                                running_labs.VM_KERNEL_MODULE, "-f", "kernel-1.json"])
     try:
+        # the child shows its own command line only once it has exec'd Python
+        deadline = time.monotonic() + 30
+        while kernel.pid not in running_labs.vm_kernels() and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert kernel.pid in running_labs.vm_kernels()
         with pytest.raises(EnvironmentProblem, match="runs in the lab VM.*run_on"):
             running_labs.choose()

@@ -155,6 +155,9 @@ def open_lab(case: str, topology: str = "portfolio") -> Union[LabSession, Replay
         topology: the topology spec (the reference topology by default); the variant is
             added to it.
     """
+    from labtools.teach import kit_errors
+
+    kit_errors.install()  # from here on, a kit error shows as its one line
     spec = f"{topology},variant={variant()}" if variant() else topology
     factor = rate_scale_setting(spec)
     if factor < 1.0:
@@ -186,22 +189,28 @@ def check_network(*results: Any) -> str:
 
     Prints one line per verdict, then one line that starts with :data:`NETWORK_LINE`: the
     worst verdict about the network, naming the first ``invalid`` one (a result the network
-    cannot produce). A sender's own count above what the path carries is flagged but not
-    held against the network: that is the sender counting its socket buffer, the pitfall
-    the flag teaches. Returns that worst verdict. It reports on the network and the
-    machine, never on the student: it does not fail."""
+    cannot produce). A sender's own count above what the path carries is not held against
+    the network (that is the sender counting its socket buffer, the pitfall the flag
+    teaches), but the line says it was flagged, so that it never reads "ok" alone under an
+    ``INVALID`` line. Returns the worst verdict about the network. It reports on the
+    network and the machine, never on the student: it does not fail."""
     rows = _verdicts(results)
     for what, v in rows:
         print(f"{v.verdict.upper():<13} {what}: {v.metric}: {v.reason}")
     network = [(what, v) for what, v in rows if v.metric not in SENDER_METRICS]
     worst = policy.worst([v.verdict for _, v in network])
     bad = [(what, v) for what, v in network if v.verdict == policy.INVALID]
+    line = f"{NETWORK_LINE} {worst}"
     if bad:
         what, v = bad[0]
-        print(f"{NETWORK_LINE} {worst}: {what}: {v.metric} is a result the network cannot "
-              "produce (reported, not graded)")
-    else:
-        print(f"{NETWORK_LINE} {worst} (reported, not graded)")
+        line += f": {what}: {v.metric} is a result the network cannot produce"
+    flagged = [(what, v) for what, v in rows
+               if v.metric in SENDER_METRICS and v.verdict != policy.OK]
+    if flagged:
+        what, v = flagged[0]
+        line += (f"; {what}: {v.metric} {v.verdict}: it counts what the sender handed "
+                 "its socket, not what the network carried")
+    print(f"{line} (reported, not graded)")
     return worst
 
 

@@ -25,6 +25,18 @@ from labtools.errors import EnvironmentProblem, InputError
 ASSIGNMENT = "labs"
 #: seconds nbgrader may take to generate the student notebooks
 GENERATE_TIMEOUT_S = 300
+#: the notebook metadata JupyterLab writes when a student's kernel starts: the kernelspec
+#: and ipykernel's ``language_info`` on the labs' Python (Debian 12's 3.11.2: the lab VM,
+#: the container image, a course hub's servers). A notebook carrying anything else is
+#: changed by JupyterLab as it opens, and opens marked as modified.
+LAB_NOTEBOOK_METADATA: Dict[str, Any] = {
+    "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
+                   "name": "python3"},
+    "language_info": {"codemirror_mode": {"name": "ipython", "version": 3},
+                      "file_extension": ".py", "mimetype": "text/x-python", "name": "python",
+                      "nbconvert_exporter": "python", "pygments_lexer": "ipython3",
+                      "version": "3.11.2"},
+}
 
 
 def _pairs(solutions: Path, students: Path) -> List[Tuple[Path, Path]]:
@@ -72,8 +84,24 @@ def generate(solutions: Path, into: Path) -> List[Path]:
         nbgrader(["generate_assignment", ASSIGNMENT, "--create", "--force"], course)
         into.mkdir(parents=True, exist_ok=True)
         for src, dst in pairs:
-            shutil.copy(course / "release" / ASSIGNMENT / src.name, dst)
+            _as_the_lab_opens_it(course / "release" / ASSIGNMENT / src.name, dst)
     return [dst for _, dst in pairs]
+
+
+def _as_the_lab_opens_it(made: Path, dst: Path) -> None:
+    """Write nbgrader's notebook ``made`` to ``dst`` with the metadata a student's kernel
+    reports (:data:`LAB_NOTEBOOK_METADATA`), as nbformat (and so Jupyter) writes it."""
+    import copy
+
+    import nbformat
+
+    nb = nbformat.read(str(made), as_version=4)
+    nb.metadata.update(copy.deepcopy(LAB_NOTEBOOK_METADATA))
+    try:
+        nbformat.validate(nb)
+    except nbformat.ValidationError as err:
+        raise InputError(f"{made.name}: not a valid notebook: {err.message}") from None
+    nbformat.write(nb, str(dst))
 
 
 def build(solutions: Path = Path("solutions"), students: Path = Path("notebooks")) -> List[Path]:

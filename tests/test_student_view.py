@@ -1,0 +1,203 @@
+"""What a student reads in the browser: a kit error as its one line, the network check's
+summary line, a notebook that opens unchanged, and a lab without the instructor's tools."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+MESSAGE = "iperf3 on h1 exited with status 1: unable to connect to server"
+
+
+def _graded(source: str, cell_id: str) -> nbformat.NotebookNode:
+    cell = nbformat.v4.new_code_cell(source, id=cell_id)
+    cell.metadata["nbgrader"] = {"grade": True, "grade_id": cell_id, "locked": False,
+                                 "points": 1, "schema_version": 3, "solution": False,
+                                 "task": False}
+    return cell
+
+
+def test_a_kit_error_is_its_one_line_and_still_fails_the_cell():
+    """In a real kernel (nbclient): the kit's error shows as ``ToolError: message`` with
+    the traceback folded below it and ``%tb`` still printing it; nbclient gets the error
+    reply and nbgrader gives the cell no points. Another error keeps its traceback."""
+    from nbclient import NotebookClient
+    from nbgrader.utils import determine_grade
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nb.cells = [
+        nbformat.v4.new_code_cell("from labtools.teach import kit_errors\n"
+                                  "print(kit_errors.install())", id="setup"),
+        _graded("from labtools.errors import ToolError\n"
+                "def probe():\n"
+                f"    raise ToolError({MESSAGE!r})\n"
+                "probe()", "kit"),
+        nbformat.v4.new_code_cell("%tb", id="tb"),
+        _graded("def mine():\n    raise ValueError('my own bug')\nmine()", "mine"),
+    ]
+    failed = []
+    client = NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
+                            resources={"metadata": {"path": str(ROOT)}},
+                            on_cell_error=lambda cell, cell_index, execute_reply:
+                            failed.append(cell.id))
+    client.execute()
+    setup, kit, tb, mine = nb.cells
+    assert setup.outputs[0]["text"].strip() == "True"
+    assert failed == ["kit", "mine"]  # both replies are errors, as nbclient reads them
+
+    error, folded = kit.outputs
+    assert error["output_type"] == "error" and error["ename"] == "ToolError"
+    assert error["traceback"] == [f"ToolError: {MESSAGE}"]  # the one line, nothing else
+    page = folded["data"]["text/html"]
+    assert folded["output_type"] == "display_data" and page.startswith("<details>")
+    assert "Traceback (most recent call last)" in page and "probe()" in page
+    assert "%tb" in folded["data"]["text/plain"]
+    assert determine_grade(kit) == (0, 1.0)  # nbgrader: a failed cell, no points
+
+    shown = "\n".join(line for o in tb.outputs for line in o.get("traceback", []))
+    assert "probe()" in shown and MESSAGE in shown  # %tb: the whole traceback
+    mine_error = [o for o in mine.outputs if o["output_type"] == "error"]
+    assert len(mine_error) == 1 and len(mine_error[0]["traceback"]) > 1  # not folded
+    assert determine_grade(mine) == (0, 1.0)
+
+
+def test_a_kit_error_outside_a_notebook_is_left_alone():
+    from labtools.teach import kit_errors
+
+    assert kit_errors.install() is False  # no IPython kernel here: nothing installed
+
+
+def test_the_network_line_says_when_the_senders_count_was_flagged(capsys):
+    """A sender's count above the path is printed INVALID: the last line still calls the
+    network ok, and says so about the sender, never "ok" alone under an INVALID line."""
+    from labtools.judge import policy
+    from labtools.judge.verdicts import Verdict
+    from labtools.teach.notebook import NETWORK_LINE, check_network
+
+    class Flows:
+        src, dst, tool = "h1", "h4", "iperf3"
+        verdicts = [Verdict("receiver_rate", 9.5, 9.4, "Mbit/s", policy.OK, "99% of 9.5"),
+                    Verdict("sender_rate", 9.5, 14.0, "Mbit/s", policy.INVALID,
+                            "above the goodput ceiling")]
+
+    assert check_network(Flows()) == policy.OK  # the network did nothing wrong
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("INVALID") and "sender_rate" in lines[1]
+    last = lines[-1]
+    assert last.startswith(f"{NETWORK_LINE} ok;") and "h1-h4 iperf3: sender_rate invalid" in last
+    assert last.endswith("(reported, not graded)")
+
+    Flows.verdicts = Flows.verdicts[:1]  # nothing flagged: the plain line
+    check_network(Flows())
+    assert capsys.readouterr().out.splitlines()[-1] == f"{NETWORK_LINE} ok (reported, not graded)"
+
+
+#: nbgrader's instructor-side tools: lab extensions (plugins) and server extensions
+INSTRUCTOR_PLUGINS = ("@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment",
+                      "@jupyter/nbgrader:course-list")
+INSTRUCTOR_SERVER = ("nbgrader.server_extensions.formgrader",
+                     "nbgrader.server_extensions.course_list")
+#: what a student on a course uses: the assignment list (fetch, submit) and validation
+STUDENT_SERVER = ("nbgrader.server_extensions.assignment_list",
+                  "nbgrader.server_extensions.validate_assignment")
+
+WHAT_JUPYTER_LOADS = """
+import json
+from jupyter_server.serverapp import ServerApp
+from jupyterlab.commands import get_app_info
+app = ServerApp()
+app.load_config_file()
+app.find_server_extensions()
+print(json.dumps({"server": app.jpserver_extensions,
+                  "lab_disabled": sorted(get_app_info().get("disabled", {}))}))
+"""
+
+
+def _served_config_path(tmp_path: Path, mode: str) -> str:
+    """JUPYTER_CONFIG_PATH as ``scripts/lab.sh --serve`` hands it to ``jupyter lab`` (a
+    stand-in ``jupyter`` records it instead of starting the lab)."""
+    venv = tmp_path / mode / "venv"
+    (venv / "bin").mkdir(parents=True)
+    record = tmp_path / mode / "config-path"
+    fake = venv / "bin" / "jupyter"
+    fake.write_text(f'#!/bin/sh\nprintf %s "${{JUPYTER_CONFIG_PATH:-}}" > {record}\n')
+    fake.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != "JUPYTER_CONFIG_PATH"}
+    env.update(LABTOOLS_VENV=str(venv), LABTOOLS_MODE=mode, JUPYTER_TOKEN="t", LAB_PORT="8899")
+    subprocess.run(["bash", str(ROOT / "scripts" / "lab.sh"), "--serve"], env=env,
+                   check=True, timeout=60, capture_output=True)
+    return record.read_text()
+
+
+def test_a_students_lab_has_no_instructor_tools(tmp_path):
+    """make lab (and the lab VM's service) for a student: nbgrader's formgrader, course list
+    and Create Assignment are off, in the lab and in the server, as Jupyter itself reads
+    the config the launcher passes; the instructor's lab is left as it was."""
+    import sys
+
+    assert _served_config_path(tmp_path, "instructor") == ""
+    config_path = _served_config_path(tmp_path, "student")
+    assert config_path == str(ROOT / "deploy/image/etc/labtools/jupyter/student")
+    env = dict(os.environ, JUPYTER_CONFIG_PATH=config_path)
+    proc = subprocess.run([sys.executable, "-c", WHAT_JUPYTER_LOADS], env=env, check=True,
+                          capture_output=True, text=True, timeout=120)
+    loaded = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert set(INSTRUCTOR_PLUGINS) <= set(loaded["lab_disabled"])
+    assert not [p for p in loaded["lab_disabled"] if "assignment-list" in p]
+    assert not [name for name in INSTRUCTOR_SERVER if loaded["server"].get(name)]
+    assert all(loaded["server"].get(name) for name in STUDENT_SERVER)
+
+    service = (ROOT / "scripts" / "lab-service.sh").read_text()
+    student_branch = service.split('if [ "$mode" = student ]; then', 1)[1].split("\nfi\n")[0]
+    assert f"Environment=JUPYTER_CONFIG_PATH=$here/{config_path[len(str(ROOT)) + 1:]}" \
+        in student_branch
+
+
+def test_a_generated_notebook_opens_unchanged(tmp_path):
+    """What JupyterLab changes on opening a notebook marks it modified: an older nbformat
+    (cell ids added), or metadata other than what the student's kernel reports
+    (``language_info`` and ``kernelspec`` are rewritten when the kernel starts). A notebook
+    nbgrader generates carries exactly those, and nbformat reads, validates and writes it
+    back byte for byte."""
+    from ipykernel.ipkernel import IPythonKernel
+    from ipykernel.kernelspec import get_kernel_dict
+
+    from labtools.teach import notebooks
+
+    solution = nbformat.v4.new_notebook()
+    solution.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                       "language": "python"}
+    solution.metadata["language_info"] = {"name": "python"}  # what the solutions carry
+    answer = nbformat.v4.new_code_cell("### BEGIN SOLUTION\nrtt_ms = 60\n### END SOLUTION",
+                                       id="answer")
+    answer.metadata["nbgrader"] = {"grade": False, "grade_id": "answer", "locked": False,
+                                   "schema_version": 3, "solution": True, "task": False}
+    solution.cells = [nbformat.v4.new_markdown_cell("Question?", id="q"), answer]
+    solutions = tmp_path / "solutions"
+    solutions.mkdir()
+    nbformat.write(solution, str(solutions / "lab.ipynb"))
+
+    made = notebooks.generate(solutions, tmp_path / "notebooks")[0]
+    raw = made.read_text()
+    nb = nbformat.reads(raw, as_version=nbformat.NO_CONVERT)
+    nbformat.validate(nb)
+    assert (nb.nbformat, nb.nbformat_minor) == (4, nbformat.current_nbformat_minor)
+    assert all(cell.get("id") for cell in nb.cells)
+    copy = tmp_path / "copy.ipynb"
+    nbformat.write(nb, str(copy))  # how Jupyter's server saves it
+    assert copy.read_text() == raw
+
+    lab = notebooks.LAB_NOTEBOOK_METADATA
+    assert nb.metadata == lab
+    kernel = dict(IPythonKernel.language_info)  # what the kernel reports, but its Python
+    assert {**kernel, "version": lab["language_info"]["version"]} == lab["language_info"]
+    spec = get_kernel_dict()
+    assert lab["kernelspec"] == {"name": "python3", "display_name": spec["display_name"],
+                                 "language": spec["language"]}
