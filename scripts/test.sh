@@ -81,7 +81,7 @@ stage_end
 
 stage_start "unit tests (beside short processes that start and end all the time)"
 # a busy machine: a test that reads /proc of a process that exits meanwhile fails here
-$py tests/process_churn.py > results/process-churn.out &
+$py tests/process_churn.py --pause-ms 25 > results/process-churn.out &
 churn_pid=$!
 status=0
 $py -m pytest -q -m "not network and not vm and not grading and not system and not browser and not hub" "$@" || status=$?
