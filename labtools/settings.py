@@ -45,7 +45,7 @@ PREFIX = "LABTOOLS_"
 #: the modes ``LABTOOLS_MODE`` takes; unset is the instructor's
 MODES = ("student", "instructor")
 #: set to 1 by the student image (with ``LABTOOLS_MODE=student``): a course's lab
-COURSE = "LABTOOLS_COURSE"
+COURSE = "LABTOOLS_ON_COURSE"
 #: the file ``labtools bundle --students`` writes into the package it bundles; its first
 #: line names the edition (``student``); the full kit has none
 EDITION_FILE = Path(__file__).resolve().parent / "EDITION"
@@ -113,7 +113,7 @@ VARIABLES: Tuple[Variable, ...] = (
     Variable("LABTOOLS_SHOW_ANSWERS", "0",
              "1: self-study with the full kit: expected values shown in student mode too, "
              "and a wrong compute-it-first answer beside the expected value; nothing on a "
-             "course (see LABTOOLS_COURSE)"),
+             "course (see LABTOOLS_ON_COURSE)"),
     Variable("LABTOOLS_QUICK", "0", "1: the probes' short durations (CI)"),
     Variable("LABTOOLS_VARIANT", "labtools-variant.txt beside the notebook, else the hub user",
              "the student's variant of a notebook's topology (portfolio,variant=ID)"),
@@ -171,7 +171,7 @@ class Settings:
         vm_memory_chosen: whether ``LABTOOLS_VM_MEMORY`` set it (else the default).
         vm_cpus: the VM's CPUs asked for (None: the default).
         vm_idle_poll: one guest CPU that never halts.
-        course_flag: ``LABTOOLS_COURSE=1`` (the student image).
+        course_flag: ``LABTOOLS_ON_COURSE=1`` (the student image).
         edition: the package's edition (``student``, from :data:`EDITION_FILE`; '' for the
             full kit).
     """
@@ -218,7 +218,7 @@ class Settings:
     @property
     def on_course(self) -> bool:
         """A course's lab: the student edition, or student mode on a hub student's server
-        (``JUPYTERHUB_USER``) or in the student image (``LABTOOLS_COURSE=1``)."""
+        (``JUPYTERHUB_USER``) or in the student image (``LABTOOLS_ON_COURSE=1``)."""
         return self.student_edition or (self.student_mode
                                         and (self.course_flag or bool(self.hub_user)))
 
@@ -250,7 +250,7 @@ class Settings:
         mode = text.choice("LABTOOLS_MODE", MODES, "instructor")
         return cls(
             mode=STUDENT_EDITION if edition == STUDENT_EDITION else mode,
-            course_flag=text.flag("LABTOOLS_COURSE"), edition=edition,
+            course_flag=text.flag("LABTOOLS_ON_COURSE"), edition=edition,
             show_answers=text.flag("LABTOOLS_SHOW_ANSWERS"), quick=text.flag("LABTOOLS_QUICK"),
             variant=text.get("LABTOOLS_VARIANT"),
             rate_scale=None if auto or not scale else text.number("LABTOOLS_RATE_SCALE"),

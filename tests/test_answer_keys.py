@@ -436,7 +436,7 @@ def test_what_a_notebook_prints_imports_no_answer_key(module):
 
 @pytest.fixture()
 def hidden(monkeypatch, request):
-    for name in ("LABTOOLS_MODE", "LABTOOLS_SHOW_ANSWERS", "LABTOOLS_COURSE",
+    for name in ("LABTOOLS_MODE", "LABTOOLS_SHOW_ANSWERS", "LABTOOLS_ON_COURSE",
                  "JUPYTERHUB_USER"):
         monkeypatch.delenv(name, raising=False)
     for name, value in request.param.items():
@@ -445,7 +445,7 @@ def hidden(monkeypatch, request):
 
 @pytest.mark.parametrize("hidden", [
     {"LABTOOLS_MODE": "student"},
-    {"LABTOOLS_MODE": "student", "LABTOOLS_COURSE": "1", "LABTOOLS_SHOW_ANSWERS": "1"},
+    {"LABTOOLS_MODE": "student", "LABTOOLS_ON_COURSE": "1", "LABTOOLS_SHOW_ANSWERS": "1"},
 ], indirect=True, ids=["students-lab", "course-with-self-study"])
 def test_no_key_is_made_where_answers_are_hidden(hidden, capsys):
     topo = kit_topology("portfolio", "s0005")
@@ -463,7 +463,7 @@ def test_no_key_is_made_where_answers_are_hidden(hidden, capsys):
 
 
 def test_self_study_with_the_full_kit_keeps_the_keys(monkeypatch):
-    monkeypatch.delenv("LABTOOLS_COURSE", raising=False)
+    monkeypatch.delenv("LABTOOLS_ON_COURSE", raising=False)
     monkeypatch.delenv("JUPYTERHUB_USER", raising=False)
     monkeypatch.setenv("LABTOOLS_MODE", "student")
     monkeypatch.setenv("LABTOOLS_SHOW_ANSWERS", "1")

@@ -16,7 +16,7 @@ from labtools.model.catalog import load_topology
 from labtools.system.doctor import settings_lines
 from labtools.teach import modes
 
-COURSE_VARIABLES = ("LABTOOLS_MODE", "LABTOOLS_SHOW_ANSWERS", "LABTOOLS_COURSE",
+COURSE_VARIABLES = ("LABTOOLS_MODE", "LABTOOLS_SHOW_ANSWERS", "LABTOOLS_ON_COURSE",
                     "JUPYTERHUB_USER")
 
 
@@ -29,11 +29,15 @@ def _clean(monkeypatch):
 
 @pytest.mark.parametrize("environ, edition, course", [
     ({"LABTOOLS_MODE": "student", "JUPYTERHUB_USER": "ada"}, "", True),
-    ({"LABTOOLS_MODE": "student", "LABTOOLS_COURSE": "1"}, "", True),
+    # a hub student's server as the spawner makes it: the course's id in LABTOOLS_COURSE
+    # (nbgrader's course), which is not the on-course flag
+    ({"LABTOOLS_MODE": "student", "JUPYTERHUB_USER": "ada", "LABTOOLS_COURSE": "hubtest"},
+     "", True),
+    ({"LABTOOLS_MODE": "student", "LABTOOLS_ON_COURSE": "1"}, "", True),
     ({}, "student", True),
     ({"LABTOOLS_MODE": "instructor"}, "student", True),
     ({"LABTOOLS_MODE": "student"}, "", False),
-    ({"LABTOOLS_COURSE": "1"}, "", False),
+    ({"LABTOOLS_ON_COURSE": "1"}, "", False),
     ({"LABTOOLS_MODE": "instructor", "JUPYTERHUB_USER": "prof"}, "", False),
 ])
 def test_what_counts_as_a_course(environ, edition, course):

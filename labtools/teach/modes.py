@@ -48,7 +48,7 @@ def show_answers() -> bool:
 
 def on_course() -> bool:
     """True on a course: the student edition, or student mode on a hub student's server
-    or in the student image (``LABTOOLS_COURSE=1``)."""
+    or in the student image (``LABTOOLS_ON_COURSE=1``)."""
     return settings.current().on_course
 
 
