@@ -68,10 +68,8 @@ ANSWERS = {"alice": BOTTLENECK_MBPS, "bob": 100}
 #: cores, docs/running.md); below it, the delay was not applied
 RTT_LATE_MS = 50
 LOGIN_S = 300
-#: seconds for a notebook's kernel to answer (in the lab VM: its boot, then ipykernel;
-#: 109-131 s in CI with the provisioning check's VM beside two students' VMs, over 300 s
-#: once on a slower CI machine: a function test, not a timing one)
-KERNEL_S = 600
+#: seconds for a notebook's kernel to answer (in the lab VM: its boot, then ipykernel)
+KERNEL_S = 300
 #: seconds a page may sit at /hub/spawn before it is loaded again
 SPAWN_RETRY_S = 60
 RUN_S = 420
