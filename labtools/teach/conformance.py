@@ -29,7 +29,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from labtools.lab.own_simpleperf import Program
 from labtools.teach.simpleperf_checks import (
@@ -352,21 +352,23 @@ def _in_order(exchanges: List[Exchange]) -> List[Exchange]:
     return sorted(exchanges, key=lambda e: order.index(e.name))
 
 
-def client_conformance(program: Program) -> List[str]:
-    """Every recorded exchange played to the student's client: the problems of the first
+def _first_problems(program: Program, problems_of: Callable[..., List[str]]) -> List[str]:
+    """The problems ``problems_of(program, exchange, unit)`` finds in the first recorded
     exchange that has some (empty when all conform)."""
     for exchange in _in_order(load_exchanges()):
-        found = client_exchange_problems(program, exchange, UNIT_OF[exchange.name])
+        found = problems_of(program, exchange, UNIT_OF[exchange.name])
         if found:
             return found
     return []
+
+
+def client_conformance(program: Program) -> List[str]:
+    """Every recorded exchange played to the student's client: the problems of the first
+    exchange that has some (empty when all conform)."""
+    return _first_problems(program, client_exchange_problems)
 
 
 def server_conformance(program: Program) -> List[str]:
     """Every recorded exchange played to the student's server: the problems of the first
     exchange that has some (empty when all conform)."""
-    for exchange in _in_order(load_exchanges()):
-        found = server_exchange_problems(program, exchange, UNIT_OF[exchange.name])
-        if found:
-            return found
-    return []
+    return _first_problems(program, server_exchange_problems)
