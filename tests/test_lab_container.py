@@ -98,6 +98,13 @@ def container_of(port: str) -> str:
     return names[0]
 
 
+def server_log(port: str, lines: int = 40) -> str:
+    """The last lines JupyterLab's server and the lab VM printed in the container."""
+    run = subprocess.run([DOCKER, "logs", "--tail", str(lines), container_of(port)],
+                         capture_output=True, text=True, timeout=60)
+    return run.stdout + run.stderr
+
+
 def test_the_printed_address_answers_with_its_token_only(lab):
     url, _, port, _ = lab
     deadline = time.monotonic() + READY_S
@@ -194,8 +201,13 @@ def test_a_notebook_kernel_runs_a_delayed_lab_and_saves_it(lab):
     try:
         info = None
         while info is None and time.monotonic() - began < KERNEL_S:
-            info, _ = ask(ws, "kernel_info_request", {}, 10)
-        assert info is not None, f"the kernel did not answer within {KERNEL_S} s"
+            try:
+                info, _ = ask(ws, "kernel_info_request", {}, 10)
+            except websocket.WebSocketConnectionClosedException:
+                pytest.fail(f"the server closed the kernel's websocket after "
+                            f"{time.monotonic() - began:.0f} s:\n{server_log(port)}")
+        assert info is not None, (f"the kernel did not answer within {KERNEL_S} s:\n"
+                                  f"{server_log(port)}")
         (OUT / "lab-container-kernel.txt").write_text(
             f"mode {mode}; kernel answered after {time.monotonic() - began:.1f} s\n")
         code = ("import os\nfrom labtools import settings\nfrom labtools.lab import probes\n"

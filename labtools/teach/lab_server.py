@@ -7,7 +7,15 @@ fails while it opens a notebook, it gives up starting the notebook's kernel and 
 "Select Kernel" dialog. Natively the window is milliseconds; in the lab VM under software
 emulation a kernel takes 20 s to start and a student meets the dialog on first open.
 
-``make lab`` and the lab VM's service start JupyterLab with
+A kernel that boots the lab VM first answers late: 52 s on this machine when idle, 98 s
+with three busy processes beside it, over 120 s in a CI run. jupyter_server waits
+``kernel_info_timeout`` (60 s) for the first answer before it opens the notebook's
+websocket, and as long again for the kernel's first message after; past both it closes the
+websocket, and the notebook shows a connection lost while the kernel is still booting. This
+manager waits :data:`KERNEL_INFO_TIMEOUT_S`.
+
+``make lab``, the lab image, the hub's student servers and the lab VM's service start
+JupyterLab with
 ``--ServerApp.kernel_manager_class=labtools.teach.lab_server.LabKernelManager``.
 """
 
@@ -17,10 +25,19 @@ from typing import Any, Dict
 
 from jupyter_server._tz import utcnow
 from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
+from traitlets import Float
+
+#: seconds JupyterLab's server waits for a starting kernel's first answer (twice: before and
+#: after it opens the websocket); a kernel in the lab VM boots the VM under software emulation
+KERNEL_INFO_TIMEOUT_S = 600.0
 
 
 class LabKernelManager(AsyncMappingKernelManager):
-    """A kernel still starting counts as active from the moment it is listed."""
+    """A kernel still starting counts as active from the moment it is listed, and a kernel
+    that boots the lab VM has :data:`KERNEL_INFO_TIMEOUT_S` to answer."""
+
+    kernel_info_timeout = Float(KERNEL_INFO_TIMEOUT_S, config=True,
+                                help="seconds to wait for a starting kernel's first answer")
 
     def kernel_model(self, kernel_id: str) -> Dict[str, Any]:
         """The kernel's JSON model; a starting kernel's last activity is now."""
