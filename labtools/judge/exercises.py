@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Collection, Dict, List, Mapping, Tuple
 
 from labtools import settings
 from labtools.errors import InputError
@@ -213,10 +213,15 @@ def question_text(question_id: str) -> str:
     return f"{q.text.format(**kw)} ({q.unit})"
 
 
-def grade(answers: Mapping[str, Any], topo: Topology) -> "pd.DataFrame":
+def grade(answers: Mapping[str, Any], topo: Topology,
+          measured: Collection[str] = ()) -> "pd.DataFrame":
     """Grade ``{question id: answer}`` (see the module docstring), one row per question with
     :data:`GRADE_COLUMNS`. A missing (None) or non-numeric answer is graded wrong; a bad
-    question id raises :class:`~labtools.errors.InputError` (that is the notebook's fault)."""
+    question id raises :class:`~labtools.errors.InputError` (that is the notebook's fault).
+
+    Where expected values are hidden, a row's expected value is still shown once it is no
+    secret: the answer is right, or the question's quantity is among ``measured`` (question
+    ids; the measurement's verdict shows it anyway)."""
     import pandas as pd
 
     rows = []
@@ -233,5 +238,7 @@ def grade(answers: Mapping[str, Any], topo: Topology) -> "pd.DataFrame":
                 row.update(correct=fb.correct, mistake=fb.mistake, message=fb.message)
             except InputError as err:
                 row.update(correct=False, mistake="", message=str(err))
+        if row["correct"] or question_id in measured:
+            row["expected"] = sol.expected
         rows.append(row)
     return pd.DataFrame(rows, columns=GRADE_COLUMNS)

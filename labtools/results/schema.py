@@ -64,6 +64,14 @@ TRANSCRIPTS = """CREATE TABLE IF NOT EXISTS shell_transcripts (
         "case" TEXT NOT NULL DEFAULT '', topology TEXT NOT NULL DEFAULT '',
         node TEXT NOT NULL, student TEXT, started_at TEXT NOT NULL, ended_at TEXT NOT NULL,
         ended_by TEXT NOT NULL, commands_json TEXT NOT NULL, transcript TEXT NOT NULL)"""
+#: the compute-it-first answers a student checked, with their time
+#: (:mod:`labtools.results.predictions`); a file written before it existed reads as holding
+#: none (created at its next write)
+PREDICTIONS = """CREATE TABLE IF NOT EXISTS predictions (
+        id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL DEFAULT '',
+        "case" TEXT NOT NULL DEFAULT '', topology TEXT NOT NULL DEFAULT '', student TEXT,
+        question TEXT NOT NULL, answer REAL, correct INTEGER NOT NULL,
+        recorded_at TEXT NOT NULL)"""
 #: the columns of ``runs`` a save writes (all but ``id``), in order
 RUN_COLUMNS = (
     "schema_version", "started_at", "finished_at", "topology", "topology_json",
@@ -85,6 +93,7 @@ STATEMENTS = [
     RUNS_INDEX,
     GROUPS,
     TRANSCRIPTS,
+    PREDICTIONS,
 ]
 
 

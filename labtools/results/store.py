@@ -47,6 +47,11 @@ notebook's ``run_on``): ``id``, ``session_id``, ``case``, ``topology``, ``node``
 its output and exit status), ``transcript`` (what the terminal showed); see
 :mod:`labtools.results.transcripts`. A file written before it existed reads as holding none.
 
+``predictions`` — one row per compute-it-first answer a student checked: ``id``,
+``session_id``, ``case``, ``topology``, ``student``, ``question`` (its id, ``rtt_ms h1
+h4``), ``answer`` (NULL when not a number), ``correct`` (0 or 1), ``recorded_at``; see
+:mod:`labtools.results.predictions`. A file written before it existed reads as holding none.
+
 ``samples(run_id, row, values_json)`` — one row per table row; :meth:`ResultStore.samples`
 rebuilds the DataFrame with its columns and dtypes.
 
@@ -78,6 +83,12 @@ from labtools.results.columns import (
     run_row,
     table_values,
 )
+from labtools.results.predictions import (
+    PREDICTION_COLUMNS,
+    Prediction,
+    prediction_record,
+    prediction_row,
+)
 from labtools.results.rebuild import rebuild_group, rebuild_measurement
 from labtools.results.records import GroupRecord, RunRecord, environment
 from labtools.results.schema import (
@@ -101,7 +112,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 __all__ = ["SCHEMA_VERSION", "DEFAULT_PATH", "FILTERS", "ResultStore", "RunRecord",
-           "GroupRecord", "ShellTranscript", "store_file"]
+           "GroupRecord", "ShellTranscript", "Prediction", "store_file"]
 
 DEFAULT_PATH = Path("results") / "labtools.sqlite"
 BUSY_TIMEOUT_S = 30.0
@@ -249,22 +260,45 @@ class ResultStore:
             record.id = int(cursor.lastrowid or 0)
         return record.id
 
+    def save_predictions(self, records: Sequence[Prediction]) -> None:
+        """Write checked answers in one transaction (their ids are set)."""
+        rows = [prediction_row(r) for r in records]
+        with self._transaction(f"cannot save the checked answers to {self.path}") as con:
+            for record, row in zip(records, rows):
+                cursor = con.execute(_insert("predictions", PREDICTION_COLUMNS),
+                                     [row[c] for c in PREDICTION_COLUMNS])
+                record.id = int(cursor.lastrowid or 0)
+
     # --- reading -------------------------------------------------------------------
     def transcripts(self, **filters: Any) -> List[ShellTranscript]:
         """The terminal sessions on nodes (oldest first); filters as for :meth:`runs` on
         ``session_id``, ``case``, ``node``, ``student``."""
-        where, args = _where(filters, ("session_id", "case", "node", "student"))
+        rows = self._optional_rows("shell_transcripts", filters,
+                                   ("session_id", "case", "node", "student"))
+        return [transcript_record(dict(r), f"{self.path}: shell_transcripts row {r['id']}")
+                for r in rows]
+
+    def predictions(self, **filters: Any) -> List[Prediction]:
+        """The checked compute-it-first answers (oldest first); filters on ``session_id``,
+        ``case``, ``student``, ``question``."""
+        rows = self._optional_rows("predictions", filters,
+                                   ("session_id", "case", "student", "question"))
+        return [prediction_record(dict(r), f"{self.path}: predictions row {r['id']}")
+                for r in rows]
+
+    def _optional_rows(self, table: str, filters: Dict[str, Any],
+                       allowed: Sequence[str]) -> List[sqlite3.Row]:
+        """The rows of a table a file written before it existed does not have (none)."""
+        where, args = _where(filters, allowed)
         con = self._connect()
         try:
-            if "shell_transcripts" not in tables(con):
+            if table not in tables(con):
                 return []
         except sqlite3.Error as err:
             raise StoreError(f"cannot read {self.path}: {err}") from None
         finally:
             con.close()
-        rows = self.query(f"SELECT * FROM shell_transcripts{where} ORDER BY id", args)
-        return [transcript_record(dict(r), f"{self.path}: shell_transcripts row {r['id']}")
-                for r in rows]
+        return self.query(f"SELECT * FROM {table}{where} ORDER BY id", args)
 
     def query(self, sql: str, args: Sequence[Any] = ()) -> List[sqlite3.Row]:
         """Rows of a read-only SQL query (columns by name)."""

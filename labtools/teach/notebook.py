@@ -53,6 +53,11 @@ from labtools.teach.modes import (  # noqa: F401 - the notebooks' one import pla
     show_answers,
     student_mode,
 )
+from labtools.teach.predict_first import (  # noqa: F401 - the notebooks' one import place
+    RECORD_COLUMNS,
+    assert_predicted_first,
+    checked_answers,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -102,15 +107,13 @@ class StudentLabSession(LabSession):
 
 def grade_answers(lab: Union[LabSession, ReplaySession], answers: Dict[str, Any]) -> "pd.DataFrame":
     """Check compute-it-first answers on the lab's topology (the student's variant
-    included): one row per question with the answer, whether it is right and what was
-    probably forgotten. The expected value is a column only in self-study mode."""
-    from labtools.judge.exercises import grade
-
-    table = grade(answers, lab.topo)
-    columns = ["question", "answer", "correct", "message"]
-    if show_answers():
-        columns.insert(2, "expected")
-    return table[columns]
+    included) and keep them on record with their time: one row per question with the
+    answer, whether it is right, what was probably forgotten, and whether the prediction
+    came before its measurement (``on_record``, why in ``record``; see
+    :mod:`labtools.teach.predict_first`). The expected value is shown in self-study mode,
+    and in graded work once the answer is right or the quantity measured."""
+    table = checked_answers(lab, answers)
+    return table[["question", "answer", "expected", "correct", "message", *RECORD_COLUMNS]]
 
 
 def machine_report(lab: Union[LabSession, ReplaySession]) -> str:

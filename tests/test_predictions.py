@@ -1,0 +1,179 @@
+"""Predict, then measure, on record: checked answers are kept with their time, and a
+prediction counts only when a right one came before the quantity's first measurement.
+
+The measurements are the recorded grading fixture (tests/fixtures/grading: the solution
+notebooks run on a real network, capture.json says where); the predictions in these tests
+are what a student types, saved at chosen times around those measurements."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import sqlite3
+from datetime import timedelta
+
+import pytest
+
+from labtools.errors import StoreError
+from labtools.judge.prediction_order import MeasuredCall, first_measured, judge_record
+from labtools.lab.session import LabSession
+from labtools.results.columns import decode_time
+from labtools.results.predictions import Prediction
+from labtools.results.store import ResultStore
+from labtools.teach import notebook
+from labtools.teach.predict_first import assert_predicted_first, measured_calls
+from tests.conftest import FIXTURES
+
+RECORDED = FIXTURES / "grading" / "results" / "labtools.sqlite"
+
+
+def _first_run(where: str, case: str):
+    """The start of the first run of ``case`` whose call matches the SQL ``where``."""
+    con = sqlite3.connect(f"file:{RECORDED}?mode=ro", uri=True)
+    try:
+        row = con.execute(
+            "SELECT min(started_at) FROM runs WHERE \"case\" = ? AND call_json IS NOT NULL "
+            f"AND {where}", (case,)).fetchone()
+    finally:
+        con.close()
+    assert row[0], (case, where)
+    return decode_time(row[0], "runs")
+
+
+PROBE = "json_extract(call_json, '$.probe')"
+WINDOW = "json_extract(call_json, '$.args.window_bytes')"
+PAIR = ("((json_extract(call_json, '$.args.src') = '{a}' AND json_extract(call_json, "
+        "'$.args.dst') = '{b}') OR (json_extract(call_json, '$.args.src') = '{b}' AND "
+        "json_extract(call_json, '$.args.dst') = '{a}'))")
+
+
+@pytest.mark.parametrize("case, question, where", [
+    ("link", "rtt_ms r1 r2", f"{PROBE} = 'ping' AND " + PAIR.format(a="r1", b="r2")),
+    ("link", "tcp_goodput_ceiling_mbps r2 r3",
+     f"{PROBE} IN ('iperf3', 'simpleperf') AND " + PAIR.format(a="r2", b="r3")),
+    ("pitfalls", "tcp_goodput_ceiling_mbps a1 b1",
+     f"{PROBE} = 'iperf3' AND {WINDOW} IS NULL AND " + PAIR.format(a="a1", b="b1")),
+    ("pitfalls", "bdp_bytes a1 b1",
+     f"{PROBE} = 'iperf3' AND {WINDOW} IS NOT NULL AND " + PAIR.format(a="a1", b="b1")),
+    ("pitfalls", "max_rtt_ms a1 b1",
+     f"{PROBE} IN ('ping', 'ping_under_load') AND " + PAIR.format(a="a1", b="b1")),
+    ("path", "window_rate_mbps h1 h9 25000",
+     f"{PROBE} = 'iperf3' AND {WINDOW} = 25000 AND " + PAIR.format(a="h1", b="h9")),
+    ("mux", "fair_share_mbps h1:h4,h2:h5 h2:h5",
+     f"{PROBE} = 'concurrent_iperf3' AND json_extract(call_json, '$.args.flows') = "
+     "'h1:h4,h2:h5'"),
+])
+def test_each_quantity_is_first_measured_by_its_own_kind_of_call(case, question, where):
+    calls = measured_calls(ResultStore(RECORDED, create=False), case)
+    assert first_measured(question, calls) == _first_run(where, case)
+
+
+def test_lab_6s_bdp_is_measured_by_the_window_runs_not_the_first_tcp_test():
+    calls = measured_calls(ResultStore(RECORDED, create=False), "pitfalls")
+    assert (first_measured("bdp_bytes a1 b1", calls)
+            > first_measured("tcp_goodput_ceiling_mbps a1 b1", calls))
+
+
+def test_a_quantity_the_notebook_never_measures_is_not_measured():
+    calls = measured_calls(ResultStore(RECORDED, create=False), "intro")
+    assert calls and first_measured("bottleneck_mbps h1 h4", calls) is None
+    assert first_measured("rtt_ms h1 h4", calls) is not None
+
+
+def test_the_order_of_right_answers_and_the_measurement_decides():
+    calls = measured_calls(ResultStore(RECORDED, create=False), "link")
+    measured = first_measured("rtt_ms r1 r2", calls)
+    assert measured is not None
+    early, late = measured - timedelta(seconds=30), measured + timedelta(seconds=30)
+    question = "rtt_ms r1 r2"
+    assert judge_record(question, [(early, True)], calls).on_record
+    assert judge_record(question, [(early, False), (late, True)], calls).on_record is False
+    assert "after the measurement" in judge_record(question, [(late, True)], calls).reason
+    assert "no right answer" in judge_record(question, [(early, False)], calls).reason
+    assert "no checked answer" in judge_record(question, [], calls).reason
+    assert judge_record("bottleneck_mbps r1 r2", [(late, True)],
+                        [c for c in calls if c.probe == "ping"]).on_record  # not measured
+
+
+def test_checked_answers_are_kept_with_their_time_and_read_back(tmp_path):
+    store = ResultStore(tmp_path / "r.sqlite")
+    store.save_predictions([Prediction("rtt_ms h1 h4", 60.0, True, case="intro"),
+                            Prediction("bottleneck_mbps h1 h4", math.nan, False, case="intro")])
+    kept = store.predictions(case="intro")
+    assert [(p.question, p.answer, p.correct) for p in kept] == [
+        ("rtt_ms h1 h4", 60.0, True), ("bottleneck_mbps h1 h4", None, False)]
+    assert kept[0].recorded_at <= kept[1].recorded_at and kept[0].id < kept[1].id
+    with sqlite3.connect(tmp_path / "r.sqlite") as con:
+        con.execute("UPDATE predictions SET recorded_at = 'yesterday' WHERE id = 2")
+    with pytest.raises(StoreError, match="predictions row 2: recorded_at"):
+        store.predictions()
+
+
+def test_a_file_from_before_predictions_reads_as_holding_none_and_is_not_written():
+    before = RECORDED.read_bytes()
+    assert ResultStore(RECORDED, create=False).predictions() == []
+    assert RECORDED.read_bytes() == before
+
+
+@pytest.fixture()
+def submitted(tmp_path, monkeypatch):
+    """A submitted folder with the recorded results file, graded by nbgrader (replay)."""
+    (tmp_path / "results").mkdir()
+    shutil.copy(RECORDED, tmp_path / "results" / "labtools.sqlite")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    monkeypatch.delenv("LABTOOLS_VARIANT", raising=False)
+    return ResultStore(tmp_path / "results" / "labtools.sqlite")
+
+
+def test_grading_credits_only_a_right_prediction_made_before_the_measurement(submitted):
+    lab = notebook.open_lab("link")
+    calls = measured_calls(submitted, "link")
+    measured = first_measured("rtt_ms r1 r2", calls)
+    assert measured is not None
+    answers = {"rtt_ms r1 r2": 2 * lab.topo.link("L1").delay_ms,
+               "rtt_ms r2 r3": 2 * lab.topo.link("L2").delay_ms}
+    submitted.save_predictions([
+        Prediction("rtt_ms r1 r2", answers["rtt_ms r1 r2"], True, case="link",
+                   recorded_at=(measured - timedelta(minutes=2)).isoformat()),
+        Prediction("rtt_ms r2 r3", answers["rtt_ms r2 r3"], True, case="link",
+                   recorded_at=(measured + timedelta(minutes=5)).isoformat())])
+    rows_before = len(submitted.predictions())
+    feedback = notebook.grade_answers(lab, answers)
+    assert feedback["correct"].all()
+    assert list(feedback["on_record"]) == [True, False]
+    with pytest.raises(AssertionError, match=r"^rtt_ms r2 r3: the first right answer .* after"):
+        assert_predicted_first(feedback)
+    assert len(submitted.predictions()) == rows_before  # grading writes nothing
+
+
+def test_a_results_file_without_predictions_credits_none_with_one_line(submitted):
+    lab = notebook.open_lab("link")
+    feedback = notebook.grade_answers(lab, {"rtt_ms r1 r2": 1.0})
+    with pytest.raises(AssertionError, match="no checked answer on record"):
+        assert_predicted_first(feedback)
+
+
+def test_a_running_lab_keeps_every_check_and_says_where_each_stands(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    lab = LabSession("portfolio", results=tmp_path / "results" / "labtools.sqlite",
+                     case="intro", calibrate=False)  # not started: no network needed
+    rtt = 2 * (lab.topo.link("L1").delay_ms + lab.topo.link("L2").delay_ms)
+    first = notebook.grade_answers(lab, {"rtt_ms h1 h4": rtt / 2})
+    second = notebook.grade_answers(lab, {"rtt_ms h1 h4": rtt})
+    assert not first["correct"].iloc[0] and second["correct"].iloc[0]
+    assert math.isnan(first["expected"].iloc[0]) and second["expected"].iloc[0] == rtt
+    assert not first["on_record"].iloc[0] and second["on_record"].iloc[0]
+    assert "not measured yet" in second["record"].iloc[0]
+    kept = ResultStore(tmp_path / "results" / "labtools.sqlite").predictions(case="intro")
+    assert [(p.correct, p.answer, p.session_id) for p in kept] == [
+        (False, rtt / 2, lab.session_id), (True, rtt, lab.session_id)]
+    assert json.loads(json.dumps([p.recorded_at for p in kept]))  # ISO text, in order
+    assert kept[0].recorded_at <= kept[1].recorded_at
+
+
+def test_the_calls_read_from_a_store_are_the_notebooks_own():
+    calls = measured_calls(ResultStore(RECORDED, create=False), "udp")
+    assert calls and all(isinstance(c, MeasuredCall) for c in calls)
+    assert {c.probe for c in calls} <= {"iperf_udp", "capacity_search"}
