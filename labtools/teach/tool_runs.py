@@ -202,3 +202,25 @@ def shell_transcripts(lab: Any, node: Optional[str] = None) -> List[ShellTranscr
     else:
         filters["session_id"] = lab.session_id
     return list(store.transcripts(**filters))
+
+
+def check_by_hand(lab: Any, *step_ids: str) -> None:
+    """Fail with one line unless the lab's by-hand steps ``step_ids`` (ids of
+    :data:`labtools.judge.by_hand.STEPS`) were run as asked, on what was recorded: this
+    session's commands in a running lab, the student's results file while grading (a file
+    that is not the student's fails with the reason the replay found)."""
+    from labtools.judge.by_hand import STEPS, check_step
+
+    unknown = [s for s in step_ids if s not in STEPS]
+    if unknown or not step_ids:
+        raise InputError(f"by-hand steps are {', '.join(STEPS)}; got {', '.join(unknown)}")
+    problem = str(getattr(lab, "problem", "") or "") if getattr(lab, "replaying", False) else ""
+    if problem:
+        raise AssertionError(problem)
+    recorded = [(t.node, c.command, c.output) for t in shell_transcripts(lab)
+                for c in t.commands]
+    for step_id in step_ids:
+        found = check_step(step_id, recorded, lab.ip_towards)
+        if found is not None:
+            raise AssertionError(found)
+    print(f"recorded by hand: {', '.join(STEPS[s].asked for s in step_ids)}")
