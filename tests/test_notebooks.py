@@ -117,7 +117,7 @@ def test_grading_cells_are_locked_and_carry_points(solution):
         meta = _nbgrader(cell)
         assert meta["locked"] is True, (name, cell.id)
         assert isinstance(meta.get("points"), (int, float)) and meta["points"] > 0, (name, cell.id)
-        assert "assert " in cell.source, (name, cell.id)
+        assert "assert " in cell.source or "check_by_hand(" in cell.source, (name, cell.id)
     written = [c for c in nb.cells if c.cell_type == "markdown" and _nbgrader(c).get("grade")]
     assert written and all(_nbgrader(c).get("points", 0) > 0 for c in written), name
 
@@ -341,19 +341,21 @@ def _filled(statement) -> set:
 def test_grade_cells_that_need_a_measurement_are_tagged_measured(solution):
     """Replayed grading: without a results file exactly the cells tagged ``measured`` lose
     their points. The tags must therefore match what the cells depend on: a name is
-    measured when a cell that calls a probe, or reads a measured name, assigns it."""
+    measured when a cell that calls a probe, or reads a measured name, assigns it; a check
+    of compute-it-first answers depends on the file too (the predictions on record)."""
     name, nb = solution
     measured: set = set()
     tagged = []
     for cell in _code_cells(nb):  # in order: what a cell reads was assigned above it
         stored, loaded = _names(cell.source)
         if _nbgrader(cell).get("grade"):
-            depends = bool(loaded & measured)
+            depends = (bool(loaded & measured) or "grade_answers(" in cell.source
+                       or "check_by_hand(" in cell.source)
             assert ("measured" in cell.metadata.get("tags", [])) == depends, (name, cell.id)
             tagged.append(depends)
         if any(call in cell.source for call in MEASURING_CALLS) or loaded & measured:
             measured |= stored - {"lab", "topo"}
-    assert any(tagged) and not all(tagged), name
+    assert any(tagged), name  # every lab grades something from its results file
 
 
 def test_measured_checks_read_the_measurement_before_the_students_answer(solution):
@@ -361,7 +363,10 @@ def test_measured_checks_read_the_measurement_before_the_students_answer(solutio
     ("... has no recorded measurement for ping(...)"), not with a NameError about a name
     whose cell failed for that same reason. So its first statement reads, of what was
     measured, only the probes' own results (which replay as a missing measurement): no
-    answer, no table derived from a measurement in another cell."""
+    answer, no table derived from a measurement in another cell. A check of compute-it-first
+    answers is the exception: it grades the answers first and then fails on the record's
+    own one-line reason (``assert_predicted_first``), and so does a check of a by-hand step
+    (``check_by_hand``)."""
     import ast
 
     name, nb = solution
@@ -369,7 +374,11 @@ def test_measured_checks_read_the_measurement_before_the_students_answer(solutio
     probe_results: set = set()
     for cell in _code_cells(nb):
         stored, loaded = _names(cell.source)
-        if "measured" in cell.metadata.get("tags", []):
+        if "grade_answers(" in cell.source:
+            assert "assert_predicted_first(feedback)" in cell.source, (name, cell.id)
+        elif "check_by_hand(" in cell.source:  # fails with its own one line
+            assert cell.source.startswith("check_by_hand(lab, "), (name, cell.id)
+        elif "measured" in cell.metadata.get("tags", []):
             first = ast.parse(cell.source).body[0]
             reads = {n.id for n in ast.walk(first)
                      if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
@@ -384,3 +393,22 @@ def test_measured_checks_read_the_measurement_before_the_students_answer(solutio
                 probe_results |= (_names(text)[0] | _filled(statement)) - {"lab", "topo"}
         if any(call in cell.source for call in MEASURING_CALLS) or loaded & measured:
             measured |= stored - {"lab", "topo"}
+
+
+#: the measurements labs 1-3 draw their conclusions from (the start of each call)
+CONCLUDED_FROM = {
+    "01-udp-bandwidth-probing.ipynb": ["probes.iperf_udp(lab, src, dst, RATE_MBPS"],
+    "02-link-latency-throughput.ipynb": ["probes.iperf3(lab, a, b", "probes.simpleperf(lab, a, b"],
+    "03-path-latency-throughput.ipynb": ["probes.iperf3(lab, src, dst"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONCLUDED_FROM))
+def test_labs_1_to_3_repeat_what_they_conclude_from(name):
+    """A conclusion rests on repeated runs, judged on their median (as in labs 4-6)."""
+    code = "\n".join(c.source for c in _code_cells(nbformat.read(str(SOLUTIONS / name),
+                                                                 as_version=4)))
+    for start in CONCLUDED_FROM[name]:
+        calls = [code[i:code.index(")", i)] for i in range(len(code))
+                 if code.startswith(start, i)]
+        assert calls and all("repeat=lab.durations.repeat" in c for c in calls), (name, start)

@@ -270,9 +270,10 @@ def q01_4(topo: Topology) -> QuestionKey:
 def q02_1(topo: Topology) -> QuestionKey:
     """iperf3 and simpleperf: the receiver's count."""
     return _words("02-Q1", topo,
-                  "They agree within a few percent near the goodput ceiling "
-                  "(simpleperf's total includes slow start); both report the bytes the "
-                  "server received, data that crossed the link, unlike the sender's count.")
+                  "Their medians agree within a few percent near the goodput ceiling, "
+                  "within the spread of either tool over its runs (simpleperf's whole-run "
+                  "total includes slow start); both report the bytes the server received, "
+                  "data that crossed the link, unlike the sender's count.")
 
 
 def q02_2(topo: Topology) -> QuestionKey:
