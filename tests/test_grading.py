@@ -49,8 +49,7 @@ def _auto_points(name: str, measured: bool) -> float:
 def course(tmp_path_factory) -> Path:
     """A course folder: the solutions as the assignment's source, released by nbgrader."""
     root = tmp_path_factory.mktemp("course")
-    (root / "nbgrader_config.py").write_text(
-        "c = get_config()\nc.CourseDirectory.course_id = 'netlab'\n")
+    (root / "nbgrader_config.py").write_text(notebooks.course_config("netlab"))
     # student2 hands in the recording too, as student1's lab partner: one network, one variant
     (root / "labtools-variants.csv").write_text(
         f"student_id,variant\nstudent2,{RECORDED_VARIANT}\n")

@@ -41,8 +41,7 @@ def course(tmp_path_factory) -> Path:
     """A course that releases lab 7 alone; the students below measured on the recorded
     variant (student1's network, as lab partners)."""
     root = tmp_path_factory.mktemp("lab7-course")
-    (root / "nbgrader_config.py").write_text(
-        f"c = get_config()\nc.CourseDirectory.course_id = '{COURSE_ID}'\n")
+    (root / "nbgrader_config.py").write_text(notebooks.course_config(COURSE_ID))
     variant = json.loads((RECORDED / "capture.json").read_text())["variant"]
     (root / "labtools-variants.csv").write_text(
         "student_id,variant\n" + "".join(f"{s},{variant}\n" for s in ("skeleton", "no-end")))

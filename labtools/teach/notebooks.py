@@ -25,6 +25,19 @@ from labtools.errors import EnvironmentProblem, InputError
 ASSIGNMENT = "labs"
 #: seconds nbgrader may take to generate the student notebooks
 GENERATE_TIMEOUT_S = 300
+#: seconds nbgrader gives one cell while it autogrades (its default is 30): lab 7's hidden
+#: cross-tests run the kit's simpleperf server and client on loopback, a few seconds on an
+#: idle machine and over 30 on a busy one (a CI run lost their points that way)
+GRADING_CELL_TIMEOUT_S = 300
+
+
+def course_config(course_id: str) -> str:
+    """The ``nbgrader_config.py`` of a course that grades the kit's labs: its id, and
+    :data:`GRADING_CELL_TIMEOUT_S` for each cell."""
+    return (f"c = get_config()\nc.CourseDirectory.course_id = {course_id!r}\n"
+            f"c.Execute.timeout = {GRADING_CELL_TIMEOUT_S}  # seconds per cell (nbgrader: 30)\n")
+
+
 #: the notebook metadata JupyterLab writes when a student's kernel starts: the kernelspec
 #: and ipykernel's ``language_info`` on the labs' Python (Debian 12's 3.11.2: the lab VM,
 #: the container image, a course hub's servers). A notebook carrying anything else is
@@ -79,8 +92,7 @@ def generate(solutions: Path, into: Path) -> List[Path]:
         source.mkdir(parents=True)
         for src, _ in pairs:
             shutil.copy(src, source / src.name)
-        (course / "nbgrader_config.py").write_text(
-            'c = get_config()\nc.CourseDirectory.course_id = "labtools"\n')
+        (course / "nbgrader_config.py").write_text(course_config("labtools"))
         nbgrader(["generate_assignment", ASSIGNMENT, "--create", "--force"], course)
         into.mkdir(parents=True, exist_ok=True)
         for src, dst in pairs:
