@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 from typing import Dict
 
@@ -139,21 +140,36 @@ def test_a_completed_submission_gets_full_marks_from_its_recorded_measurements(f
         assert "grading: no network started; replaying" in text, (name, text)
 
 
+def _checked_after_measuring(results: Path, case: str) -> None:
+    """The student of ``results`` checked the answers of notebook ``case`` only after its
+    last measurement: their predictions on record carry that time."""
+    with sqlite3.connect(results) as con:
+        con.execute('UPDATE predictions SET recorded_at = (SELECT max(finished_at) FROM runs '
+                    'WHERE "case" = ?) WHERE "case" = ?', (case, case))
+
+
 def test_a_wrong_answer_loses_exactly_its_cells_points_and_gets_its_explanation(course, full):
     """Reference-topology answers typed by hand are wrong for the student's variant
     (student1): the compute-it-first check of lab 0 loses its points and explains why,
     without giving the expected number away. A wrong answer behind a hidden test (lab 6's
     units, whose visible check only asks for a number) loses its points too: autograding
-    puts the hidden test back."""
+    puts the hidden test back. Lab 2's right answers, checked only after measuring, lose
+    their cell's points with the record's one line."""
     edit = {"00-getting-started.ipynb": {"compute-answers": {
         "rtt_h1_h4_ms = 2 * (L1.delay_ms + L2.delay_ms)": "rtt_h1_h4_ms = L1.delay_ms + L2.delay_ms"}},
         "06-measurement-pitfalls.ipynb": {"units": {
             "rate_10M_mbps = 1470 * 8 / 1121.52e-6 / 1e6": "rate_10M_mbps = 10.0"}}}
-    _submit(course, "student2", edit=edit)
+    folder = _submit(course, "student2", edit=edit)
+    _checked_after_measuring(folder / "results" / "labtools.sqlite", "link")
     wrong = _autograde(course, "student2")
     lost = (_grade_cells("00-getting-started.ipynb")["compute-check"]["points"]
-            + _grade_cells("06-measurement-pitfalls.ipynb")["units-check"]["points"])
+            + _grade_cells("06-measurement-pitfalls.ipynb")["units-check"]["points"]
+            + _grade_cells("02-link-latency-throughput.ipynb")["compute-check"]["points"])
     assert wrong["score"] == full["score"] - lost, (wrong, full)
+    late = next(c for c in wrong["notebooks"]["02-link-latency-throughput.ipynb"].cells
+                if c.get("id") == "compute-check")
+    error = next(o for o in late.outputs if o.get("output_type") == "error")
+    assert "came after the measurement" in error["evalue"] and "\n" not in error["evalue"]
     units = next(c for c in wrong["notebooks"]["06-measurement-pitfalls.ipynb"].cells
                  if c.get("id") == "units-check")
     assert "### BEGIN HIDDEN TESTS" in units.source  # nbgrader restored the hidden test
@@ -165,7 +181,7 @@ def test_a_wrong_answer_loses_exactly_its_cells_points_and_gets_its_explanation(
             "00-getting-started.html").read_text()
     answers = next(t for t in html.split("<table")[1:] if "you gave the one-way delay" in t)
     header = answers.split("</thead>")[0]
-    assert "answer</th>" in header and "expected" not in header  # no expected column
+    assert "answer</th>" in header  # the expected column shows no number for a wrong answer
     from labtools.model.catalog import load_topology
     from labtools.model.expect import expect_pair
 

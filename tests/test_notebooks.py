@@ -412,3 +412,12 @@ def test_labs_1_to_3_repeat_what_they_conclude_from(name):
         calls = [code[i:code.index(")", i)] for i in range(len(code))
                  if code.startswith(start, i)]
         assert calls and all("repeat=lab.durations.repeat" in c for c in calls), (name, start)
+
+
+def test_a_grade_cells_id_is_its_grade_id(solution):
+    """nbgrader's gradebook names a cell by its grade id, the notebook by its cell id: the
+    grading tests (and an instructor reading both) match them."""
+    name, nb = solution
+    for cell in nb.cells:
+        grade_id = _nbgrader(cell).get("grade_id")
+        assert grade_id is None or cell.id == grade_id, (name, cell.id, grade_id)

@@ -26,6 +26,8 @@ from labtools.teach.predict_first import assert_predicted_first, measured_calls
 from tests.conftest import FIXTURES
 
 RECORDED = FIXTURES / "grading" / "results" / "labtools.sqlite"
+#: a class recorded with an earlier kit, before predictions were kept
+EARLIER = FIXTURES / "grading" / "earlier" / "results" / "labtools.sqlite"
 
 
 def _first_run(where: str, case: str):
@@ -111,9 +113,25 @@ def test_checked_answers_are_kept_with_their_time_and_read_back(tmp_path):
 
 
 def test_a_file_from_before_predictions_reads_as_holding_none_and_is_not_written():
-    before = RECORDED.read_bytes()
-    assert ResultStore(RECORDED, create=False).predictions() == []
-    assert RECORDED.read_bytes() == before
+    before = EARLIER.read_bytes()
+    assert ResultStore(EARLIER, create=False).predictions() == []
+    assert EARLIER.read_bytes() == before
+
+
+def test_the_recorded_labs_checked_every_answer_before_measuring_it():
+    """The solution notebooks, run on a real network, check first and measure after."""
+    store = ResultStore(RECORDED, create=False)
+    kept = store.predictions()
+    assert {p.case for p in kept} == {"intro", "udp", "link", "path", "mux", "parallel",
+                                     "pitfalls"}
+    for p in kept:
+        calls = measured_calls(store, p.case)
+        judged = judge_record(p.question, [(decode_time(p.recorded_at, "p"), p.correct)], calls)
+        assert p.correct and judged.on_record, judged.reason
+    unmeasured = {(p.case, p.question) for p in kept
+                  if first_measured(p.question, measured_calls(store, p.case)) is None}
+    assert unmeasured == {("intro", "bottleneck_mbps h1 h4"),  # lab 0 only pings
+                          ("path", "bdp_bytes h1 h4"), ("path", "bdp_bytes h7 h9")}  # h1-h9's
 
 
 @pytest.fixture()
@@ -129,26 +147,26 @@ def submitted(tmp_path, monkeypatch):
 
 def test_grading_credits_only_a_right_prediction_made_before_the_measurement(submitted):
     lab = notebook.open_lab("link")
-    calls = measured_calls(submitted, "link")
-    measured = first_measured("rtt_ms r1 r2", calls)
-    assert measured is not None
     answers = {"rtt_ms r1 r2": 2 * lab.topo.link("L1").delay_ms,
                "rtt_ms r2 r3": 2 * lab.topo.link("L2").delay_ms}
-    submitted.save_predictions([
-        Prediction("rtt_ms r1 r2", answers["rtt_ms r1 r2"], True, case="link",
-                   recorded_at=(measured - timedelta(minutes=2)).isoformat()),
-        Prediction("rtt_ms r2 r3", answers["rtt_ms r2 r3"], True, case="link",
-                   recorded_at=(measured + timedelta(minutes=5)).isoformat())])
-    rows_before = len(submitted.predictions())
     feedback = notebook.grade_answers(lab, answers)
-    assert feedback["correct"].all()
+    assert feedback["correct"].all() and feedback["on_record"].all()
+    assert_predicted_first(feedback)
+    rows_before = len(submitted.predictions())
+    assert rows_before and len(submitted.predictions()) == rows_before  # grading writes nothing
+    measured = first_measured("rtt_ms r2 r3", measured_calls(submitted, "link"))
+    assert measured is not None
+    with sqlite3.connect(submitted.path) as con:  # as if checked only after measuring
+        con.execute("UPDATE predictions SET recorded_at = ? WHERE question = 'rtt_ms r2 r3'",
+                    ((measured + timedelta(minutes=5)).isoformat(),))
+    feedback = notebook.grade_answers(lab, answers)
     assert list(feedback["on_record"]) == [True, False]
     with pytest.raises(AssertionError, match=r"^rtt_ms r2 r3: the first right answer .* after"):
         assert_predicted_first(feedback)
-    assert len(submitted.predictions()) == rows_before  # grading writes nothing
 
 
 def test_a_results_file_without_predictions_credits_none_with_one_line(submitted):
+    shutil.copy(EARLIER, submitted.path)
     lab = notebook.open_lab("link")
     feedback = notebook.grade_answers(lab, {"rtt_ms r1 r2": 1.0})
     with pytest.raises(AssertionError, match="no checked answer on record"):

@@ -60,8 +60,11 @@ def test_each_call_gets_the_students_own_measurement_in_order(folder):
         assert saved.case == "path" and m.run_id in set(recorded["id"])
         assert m.verdicts == saved.verdicts  # judged again, the same
         assert m.expected.rtt_ms == lab.expected(m.src, m.dst).rtt_ms
-    tcp = probes.iperf3(lab, "h1", "h4")
+    tcp = probes.iperf3(lab, "h1", "h4", repeat=lab.durations.repeat)  # as lab 3 measures
+    assert len(tcp.runs) == lab.durations.repeat > 1
     assert tcp.tool == "iperf3" and tcp.summary.receiver_mbps > 0
+    with pytest.raises(ReplayError, match="no recorded measurement for iperf3"):
+        _ = probes.iperf3(lab, "h1", "h4").summary  # asked once: not what was recorded
 
 
 def test_groups_are_replayed_whole(folder):
