@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shutil
 import sqlite3
 from pathlib import Path
@@ -151,12 +152,14 @@ def _checked_after_measuring(results: Path, case: str) -> None:
 def test_a_wrong_answer_loses_exactly_its_cells_points_and_gets_its_explanation(course, full):
     """Reference-topology answers typed by hand are wrong for the student's variant
     (student1): the compute-it-first check of lab 0 loses its points and explains why,
-    without giving the expected number away. A wrong answer behind a hidden test (lab 6's
-    units, whose visible check only asks for a number) loses its points too: autograding
-    puts the hidden test back. Lab 2's right answers, checked only after measuring, lose
+    without giving away an expected number the lab did not measure. A wrong answer behind a
+    hidden test (lab 6's units, whose visible check only asks for a number) loses its points
+    too: autograding puts the hidden test back. Lab 2's right answers, checked only after measuring, lose
     their cell's points with the record's one line."""
     edit = {"00-getting-started.ipynb": {"compute-answers": {
-        "rtt_h1_h4_ms = 2 * (L1.delay_ms + L2.delay_ms)": "rtt_h1_h4_ms = L1.delay_ms + L2.delay_ms"}},
+        "rtt_h1_h4_ms = 2 * (L1.delay_ms + L2.delay_ms)": "rtt_h1_h4_ms = L1.delay_ms + L2.delay_ms",
+        "bottleneck_h1_h4_mbps = min(L1.bw_mbps, L2.bw_mbps)":
+            "bottleneck_h1_h4_mbps = L1.bw_mbps + L2.bw_mbps"}},
         "06-measurement-pitfalls.ipynb": {"units": {
             "rate_10M_mbps = 1470 * 8 / 1121.52e-6 / 1e6": "rate_10M_mbps = 10.0"}}}
     folder = _submit(course, "student2", edit=edit)
@@ -180,13 +183,17 @@ def test_a_wrong_answer_loses_exactly_its_cells_points_and_gets_its_explanation(
     html = (course / "feedback" / "student2" / ASSIGNMENT /
             "00-getting-started.html").read_text()
     answers = next(t for t in html.split("<table")[1:] if "you gave the one-way delay" in t)
-    header = answers.split("</thead>")[0]
-    assert "answer</th>" in header  # the expected column shows no number for a wrong answer
+    rows = {re.findall(r"<td>(.*?)</td>", r)[0]: re.findall(r"<td>(.*?)</td>", r)
+            for r in answers.split("</table>")[0].split("<tr")[2:]}
     from labtools.model.catalog import load_topology
     from labtools.model.expect import expect_pair
 
-    rtt_ms = expect_pair(load_topology("portfolio,variant=student1"), "h1", "h4").rtt_ms
-    assert f"{rtt_ms:g}" not in answers.split("</table>")[0]  # nor the expected RTT
+    pair = expect_pair(load_topology("portfolio,variant=student1"), "h1", "h4")
+    # columns: question, answer, expected, correct, message, on_record, record
+    assert rows["bottleneck_mbps h1 h4"][2] == "NaN"  # a wrong answer: no number, not measured
+    assert rows["bottleneck_mbps h1 h4"][3] == "False"
+    assert rows["rtt_ms h1 h4"][3] == "False"  # wrong; lab 0 measured that RTT, so its
+    assert float(rows["rtt_ms h1 h4"][2]) == pair.rtt_ms  # number is no secret (the verdict)
 
 
 def test_a_missing_results_file_loses_exactly_the_measured_checks(course, full):
