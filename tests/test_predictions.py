@@ -195,3 +195,12 @@ def test_the_calls_read_from_a_store_are_the_notebooks_own():
     calls = measured_calls(ResultStore(RECORDED, create=False), "udp")
     assert calls and all(isinstance(c, MeasuredCall) for c in calls)
     assert {c.probe for c in calls} <= {"iperf_udp", "capacity_search"}
+
+
+def test_a_tampered_call_is_a_store_error_naming_its_row(tmp_path):
+    copy = tmp_path / "r.sqlite"
+    shutil.copy(RECORDED, copy)
+    with sqlite3.connect(copy) as con:
+        con.execute("UPDATE runs SET call_json = '{not json' WHERE id = 1")
+    with pytest.raises(StoreError, match=r"runs row 1: call_json"):
+        measured_calls(ResultStore(copy, create=False), "intro")

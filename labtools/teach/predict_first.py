@@ -16,7 +16,6 @@ until then, so checking cannot be used to read it.
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Union
@@ -25,7 +24,7 @@ from labtools.judge.exercises import grade
 from labtools.judge.prediction_order import MeasuredCall, first_measured, judge_record
 from labtools.lab.replay import ReplaySession
 from labtools.lab.session import LabSession
-from labtools.results.columns import decode_time
+from labtools.results.columns import decode_json, decode_time
 from labtools.results.predictions import Prediction
 from labtools.results.store import ResultStore
 from labtools.teach.modes import show_answers
@@ -43,8 +42,8 @@ def measured_calls(store: ResultStore, case: str) -> List[MeasuredCall]:
     for row in store.query('SELECT call_json, started_at, id FROM runs WHERE "case" = ? '
                            "AND call_json IS NOT NULL ORDER BY id", (case,)):
         where = f"{store.path}: runs row {row['id']}"
-        call = json.loads(row["call_json"])
-        if isinstance(call, dict) and isinstance(call.get("args"), dict):
+        call = decode_json(row["call_json"], f"{where}: call_json")
+        if isinstance(call.get("args"), dict):
             calls.append(MeasuredCall(str(call.get("probe", "")), call["args"],
                                       decode_time(row["started_at"], f"{where}: started_at")))
     return calls
