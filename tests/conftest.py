@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,20 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
+#: a student's results file recorded on a real network (tests/fixtures/grading)
+RECORDED_RESULTS = FIXTURES / "grading" / "results" / "labtools.sqlite"
+
+
+@pytest.fixture()
+def graded_folder(tmp_path, monkeypatch) -> Path:
+    """A submitted assignment folder with the recorded results file, as the working
+    directory, while nbgrader grades it (the labs replay)."""
+    (tmp_path / "results").mkdir()
+    shutil.copy(RECORDED_RESULTS, tmp_path / "results" / "labtools.sqlite")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    monkeypatch.delenv("LABTOOLS_VARIANT", raising=False)
+    return tmp_path
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,6 @@ line; so does a results file without the step."""
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 from typing import Dict, List, Tuple
 
@@ -27,14 +26,9 @@ CASES: Dict[str, str] = {"00-ping": "intro", "01-iperf-udp": "udp", "02-tc": "li
 
 
 @pytest.fixture()
-def submitted(tmp_path, monkeypatch):
+def submitted(graded_folder):
     """A submitted folder with the recorded results file, graded by nbgrader (replay)."""
-    (tmp_path / "results").mkdir()
-    shutil.copy(RECORDED, tmp_path / "results" / "labtools.sqlite")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
-    monkeypatch.delenv("LABTOOLS_VARIANT", raising=False)
-    return tmp_path
+    return graded_folder
 
 
 def _recorded(case: str) -> List[Tuple[str, str, str]]:

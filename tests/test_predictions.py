@@ -135,14 +135,9 @@ def test_the_recorded_labs_checked_every_answer_before_measuring_it():
 
 
 @pytest.fixture()
-def submitted(tmp_path, monkeypatch):
-    """A submitted folder with the recorded results file, graded by nbgrader (replay)."""
-    (tmp_path / "results").mkdir()
-    shutil.copy(RECORDED, tmp_path / "results" / "labtools.sqlite")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
-    monkeypatch.delenv("LABTOOLS_VARIANT", raising=False)
-    return ResultStore(tmp_path / "results" / "labtools.sqlite")
+def submitted(graded_folder):
+    """The recorded results file of a submitted folder graded by nbgrader (replay)."""
+    return ResultStore(graded_folder / "results" / "labtools.sqlite")
 
 
 def test_grading_credits_only_a_right_prediction_made_before_the_measurement(submitted):

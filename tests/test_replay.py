@@ -24,14 +24,9 @@ EARLIER = FIXTURES / "grading" / "earlier" / "results" / "labtools.sqlite"
 
 
 @pytest.fixture()
-def folder(tmp_path, monkeypatch):
+def folder(graded_folder):
     """A submitted assignment folder with its results file, as the working directory."""
-    (tmp_path / "results").mkdir()
-    shutil.copy(RECORDED, tmp_path / "results" / "labtools.sqlite")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
-    monkeypatch.delenv("LABTOOLS_VARIANT", raising=False)
-    return tmp_path
+    return graded_folder
 
 
 def test_under_nbgrader_a_notebook_replays_instead_of_measuring(folder, capsys):
