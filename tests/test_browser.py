@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Iterator, List, Tuple
 
 import pytest
+from page_reading import click_text, read_page, texts, wait_for
 
 pytestmark = [pytest.mark.browser]
 
@@ -158,31 +159,6 @@ def test_without_the_token_the_login_page_with_it_the_lab(lab, browser):
     assert "/login" not in browser.current_url
 
 
-def wait_for(driver, css: str, timeout_s: float, gone: bool = False):
-    from selenium.webdriver.common.by import By
-
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        found = driver.find_elements(By.CSS_SELECTOR, css)
-        visible = [e for e in found if e.is_displayed()]
-        if (not visible) if gone else visible:
-            return visible
-        time.sleep(1)
-    raise AssertionError(f"{'still there' if gone else 'never appeared'}: {css}")
-
-
-def click_text(driver, css: str, text: str, double: bool = False) -> None:
-    from selenium.webdriver.common.action_chains import ActionChains
-    from selenium.webdriver.common.by import By
-
-    for element in driver.find_elements(By.CSS_SELECTOR, css):
-        if element.text.strip() == text and element.is_displayed():
-            actions = ActionChains(driver)
-            (actions.double_click(element) if double else actions.click(element)).perform()
-            return
-    raise AssertionError(f"no {css} reads {text!r}")
-
-
 def open_from_file_browser(driver, *parts: str) -> None:
     for part in parts:
         deadline = time.monotonic() + 60
@@ -198,11 +174,9 @@ def open_from_file_browser(driver, *parts: str) -> None:
 
 
 def wait_kernel_idle(driver, timeout_s: float) -> None:
-    from selenium.webdriver.common.by import By
-
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        items = [e.text for e in driver.find_elements(By.CSS_SELECTOR, ".jp-StatusBar-TextItem")]
+        items = texts(driver, ".jp-StatusBar-TextItem")
         if any(re.search(r"\(ipykernel\) \| Idle$", t.strip()) for t in items):
             return
         time.sleep(1)
@@ -213,25 +187,25 @@ def select_code_cell(driver, source: str) -> None:
     """Click the prompt of the code cell whose whole source is ``source``."""
     from selenium.webdriver.common.by import By
 
-    for cell in driver.find_elements(By.CSS_SELECTOR, ".jp-CodeCell"):
-        editor = cell.find_elements(By.CSS_SELECTOR, ".jp-InputArea-editor")
-        if editor and editor[0].text.strip() == source:
-            driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", cell)
-            cell.find_element(By.CSS_SELECTOR, ".jp-InputPrompt").click()
-            return
-    raise AssertionError(f"no code cell reads {source!r}")
+    def click() -> bool:
+        for cell in driver.find_elements(By.CSS_SELECTOR, ".jp-CodeCell"):
+            editor = cell.find_elements(By.CSS_SELECTOR, ".jp-InputArea-editor")
+            if editor and editor[0].text.strip() == source:
+                driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", cell)
+                cell.find_element(By.CSS_SELECTOR, ".jp-InputPrompt").click()
+                return True
+        return False
+
+    if not read_page(click):
+        raise AssertionError(f"no code cell reads {source!r}")
 
 
 def dialogs(driver) -> List[str]:
-    from selenium.webdriver.common.by import By
-
-    return [d.text for d in driver.find_elements(By.CSS_SELECTOR, ".jp-Dialog") if d.text]
+    return [text for text in texts(driver, ".jp-Dialog") if text]
 
 
 def toasts(driver) -> List[str]:
-    from selenium.webdriver.common.by import By
-
-    return [t.text for t in driver.find_elements(By.CSS_SELECTOR, ".Toastify__toast")]
+    return texts(driver, ".Toastify__toast")
 
 
 @pytest.fixture(scope="module")
@@ -257,8 +231,8 @@ def finished(lab, browser):
     start = time.monotonic()
     time.sleep(5)
     while time.monotonic() - start < RUN_ALL_TIMEOUT_S:
-        prompts = [p.get_attribute("textContent") or ""
-                   for p in browser.find_elements(By.CSS_SELECTOR, ".jp-InputPrompt")]
+        prompts = read_page(lambda: [p.get_attribute("textContent") or "" for p in
+                                     browser.find_elements(By.CSS_SELECTOR, ".jp-InputPrompt")])
         idle = browser.find_elements(By.CSS_SELECTOR,
                                      ".jp-Notebook-ExecutionIndicator[data-status='idle']")
         if idle and not any("*" in p for p in prompts):
@@ -279,8 +253,8 @@ def finished(lab, browser):
 def outputs(driver, mime: str) -> List[str]:
     from selenium.webdriver.common.by import By
 
-    return [o.get_attribute("textContent") or "" for o in driver.find_elements(
-        By.CSS_SELECTOR, f".jp-OutputArea-output[data-mime-type='{mime}']")]
+    return read_page(lambda: [o.get_attribute("textContent") or "" for o in driver.find_elements(
+        By.CSS_SELECTOR, f".jp-OutputArea-output[data-mime-type='{mime}']")])
 
 
 def test_run_all_finishes_without_an_error_cell_or_red_text(finished, browser):
@@ -310,8 +284,8 @@ def test_ping_times_are_times_not_floats(finished, browser):
 def test_the_measurement_panel_is_a_live_widget_that_runs(finished, browser):
     from selenium.webdriver.common.by import By
 
-    shown = " ".join(o.text for o in browser.find_elements(By.CSS_SELECTOR, ".jp-OutputArea"))
-    assert "Loading widget" not in shown and "MeasurementPanel(" not in shown
+    text = " ".join(texts(browser, ".jp-OutputArea"))
+    assert "Loading widget" not in text and "MeasurementPanel(" not in text
     panels = browser.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output .widget-vbox")
     assert panels, "the measurement panel did not render as a widget"
     panel = panels[-1]

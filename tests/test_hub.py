@@ -51,6 +51,7 @@ from hub_machine import (  # noqa: E402
     docker,
     localhost_names,
 )
+from page_reading import click_text, read_page, texts, wait_for  # noqa: E402
 
 pytestmark = [pytest.mark.hub]
 
@@ -288,8 +289,8 @@ class Person:
                                      "#request-token-form button[type=submit]").click()
             deadline = time.monotonic() + 20
             while not self.token and time.monotonic() < deadline:
-                found = self.driver.find_elements(By.ID, "token-result")
-                self.token = found[0].text.strip() if found else ""
+                found = texts(self.driver, "#token-result")
+                self.token = found[0].strip() if found else ""
                 time.sleep(0.5)
             if self.token:
                 break
@@ -323,23 +324,6 @@ def http(course: Course, url: str, method: str = "GET", body: Any = None,
         return status, json.loads(raw) if raw else None
     except ValueError:
         return status, raw.decode(errors="replace")
-
-
-def wait_for(driver: Any, css: str, timeout_s: float) -> None:
-    """Until an element ``css`` is shown (JupyterLab redraws its page as it starts: an
-    element found may be gone a moment later, and is looked for again)."""
-    from selenium.common.exceptions import StaleElementReferenceException
-    from selenium.webdriver.common.by import By
-
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if [e for e in driver.find_elements(By.CSS_SELECTOR, css) if e.is_displayed()]:
-                return
-        except StaleElementReferenceException:
-            pass
-        time.sleep(1)
-    raise AssertionError(f"never appeared: {css} (at {driver.current_url})")
 
 
 def at_once(work: Dict[str, Any]) -> Dict[str, Any]:
@@ -427,8 +411,6 @@ def test_instructor_releases_the_lab(course: Course):
 
 def open_lab_in_browser(person: Person) -> None:
     """The fetched notebook, opened in the browser, its kernel ready (Idle)."""
-    from selenium.common.exceptions import StaleElementReferenceException
-    from selenium.webdriver.common.by import By
 
     driver = person.driver
     driver.get(f"{person.course.server_url(person.name)}/lab/tree/{ASSIGNMENT}/{ASSIGNMENT}.ipynb")
@@ -436,11 +418,7 @@ def open_lab_in_browser(person: Person) -> None:
     wait_for(driver, ".jp-NotebookPanel .jp-Cell", 120)
     deadline = time.monotonic() + KERNEL_S  # the kernel starts: its status says Idle
     while time.monotonic() < deadline:
-        try:
-            items = [e.text for e in
-                     driver.find_elements(By.CSS_SELECTOR, ".jp-StatusBar-TextItem")]
-        except StaleElementReferenceException:  # redrawn meanwhile: look again
-            items = []
+        items = texts(driver, ".jp-StatusBar-TextItem")
         if any(re.search(r"^Python 3 \(.*\) \| Idle$", t.strip()) for t in items):
             break
         time.sleep(1)
@@ -451,7 +429,6 @@ def open_lab_in_browser(person: Person) -> None:
 
 def run_lab_in_browser(person: Person) -> str:
     """The open notebook run top to bottom; the text of its outputs."""
-    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
 
     driver = person.driver
@@ -459,13 +436,11 @@ def run_lab_in_browser(person: Person) -> str:
     time.sleep(3)
     deadline, settled = time.monotonic() + RUN_S, 0
     while time.monotonic() < deadline:  # done: idle, nothing queued, the lab's cell ran
-        try:
-            prompts = [p.get_attribute("textContent") or "" for p in
-                       driver.find_elements(By.CSS_SELECTOR, ".jp-CodeCell .jp-InputPrompt")]
-            idle = driver.find_elements(By.CSS_SELECTOR,
-                                        ".jp-Notebook-ExecutionIndicator[data-status='idle']")
-        except StaleElementReferenceException:
-            prompts, idle = [], []
+        prompts = read_page(lambda: [
+            p.get_attribute("textContent") or "" for p in
+            driver.find_elements(By.CSS_SELECTOR, ".jp-CodeCell .jp-InputPrompt")])
+        idle = driver.find_elements(By.CSS_SELECTOR,
+                                    ".jp-Notebook-ExecutionIndicator[data-status='idle']")
         ran = bool(prompts) and bool(re.search(r"\d", prompts[0]))
         settled = settled + 1 if idle and ran and not any("*" in p for p in prompts) else 0
         if settled >= 3:
@@ -474,28 +449,13 @@ def run_lab_in_browser(person: Person) -> str:
     else:
         raise AssertionError(f"{person.name}: the lab did not finish within {RUN_S} s")
     driver.save_screenshot(str(OUT / f"{person.name}-lab.png"))
-    for _ in range(5):
-        try:
-            return "\n".join(o.text for o in
-                             driver.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output"))
-        except StaleElementReferenceException:
-            time.sleep(1)
-    raise AssertionError(f"{person.name}: the outputs kept changing")
+    return "\n".join(texts(driver, ".jp-OutputArea-output"))
 
 
 def click_menu(driver: Any, menu: str, item: str) -> None:
-    from selenium.webdriver.common.by import By
-
-    for element in driver.find_elements(By.CSS_SELECTOR, ".lm-MenuBar-itemLabel"):
-        if element.text.strip() == menu:
-            element.click()
-            break
+    click_text(driver, ".lm-MenuBar-itemLabel", menu)
     time.sleep(0.5)
-    for element in driver.find_elements(By.CSS_SELECTOR, ".lm-Menu-itemLabel"):
-        if element.text.strip() == item and element.is_displayed():
-            element.click()
-            return
-    raise AssertionError(f"no menu item {menu} > {item}")
+    click_text(driver, ".lm-Menu-itemLabel", item)
 
 
 def test_students_fetch_run_the_lab_at_the_same_time_and_submit(course: Course):
