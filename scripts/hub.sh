@@ -61,10 +61,15 @@ if [ "$mode" = --purge ]; then
 fi
 
 image=$(labhub get "$settings" image)
-if ! /usr/bin/docker image inspect "$image" >/dev/null 2>&1; then
-    say "no image $image yet: building it (scripts/image.sh)"
-    LABTOOLS_IMAGE=$image bash "$here/scripts/image.sh"
-fi
+instructor_image=$(labhub get "$settings" instructor_image)
+for wanted in "$image" "$instructor_image"; do
+    if ! /usr/bin/docker image inspect "$wanted" >/dev/null 2>&1; then
+        say "no image $wanted yet: building the students' and the instructor's (scripts/image.sh)"
+        LABTOOLS_IMAGE=$image LABTOOLS_INSTRUCTOR_IMAGE=$instructor_image \
+            bash "$here/scripts/image.sh"
+        break
+    fi
+done
 # the data folder, made (mode 700) and marked for the course at the first start
 data=$(labhub data-dir "$settings")
 

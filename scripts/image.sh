@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
 # The kit as a container image, from Debian's and PyPI's packages only (no registry needed).
 #
-#   bash scripts/image.sh            # build labtools-lab:latest (base made first if missing)
+#   bash scripts/image.sh            # build both images (base made first if missing):
+#                                    #   labtools-lab:latest, the student edition (students'
+#                                    #   servers, a student's own container), and
+#                                    #   labtools-lab-instructor:latest, the whole kit (the
+#                                    #   instructor's server: autograde's hidden tests)
 #   bash scripts/image.sh --base     # only the Debian base image (labtools-base:bookworm)
 #
 # 1. The base: a minimal Debian 12 root file system made with `debootstrap` from Debian's
 #    archive, packed once into /var/cache/labtools/images/ (LABTOOLS_IMAGE_CACHE) and
 #    loaded with `docker import`. Kept as an image: a second build reuses it (seconds).
 # 2. The kit: deploy/image/Dockerfile on that base (Debian's packages, the kit and
-#    JupyterLab from PyPI). Docker's layer cache makes a rebuild after a change to the
-#    kit's code take the time of the last layers only.
+#    JupyterLab from PyPI), once with the student edition (`labtools bundle --students`,
+#    EDITION=student) and once with the whole kit (EDITION=full). Docker's layer cache
+#    makes a rebuild after a change to the kit's code, and the second image, take the time
+#    of the last layers only.
 #
 # Needs root, Debian's docker.io (installed here when missing) and a running Docker
 # daemon (`systemctl start docker`; on a machine without systemd, `dockerd &`).
-# Environment: LABTOOLS_IMAGE (labtools-lab:latest), LABTOOLS_DEBIAN_MIRROR
+# Environment: LABTOOLS_IMAGE (labtools-lab:latest), LABTOOLS_INSTRUCTOR_IMAGE
+# (labtools-lab-instructor:latest), LABTOOLS_DEBIAN_MIRROR
 # (http://deb.debian.org/debian), DOCKER (the docker command; Debian's by default).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -30,6 +37,7 @@ done
 [ "$(id -u)" = 0 ] || fail "run as root (debootstrap and the Docker daemon need it)"
 
 image=${LABTOOLS_IMAGE:-labtools-lab:latest}
+instructor_image=${LABTOOLS_INSTRUCTOR_IMAGE:-labtools-lab-instructor:latest}
 suite=bookworm
 mirror=${LABTOOLS_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 cache=${LABTOOLS_IMAGE_CACHE:-/var/cache/labtools/images}
@@ -90,7 +98,11 @@ import sys, tomllib
 project = tomllib.load(open(sys.argv[1], "rb"))["project"]
 print("\n".join(project["dependencies"] + project["optional-dependencies"]["lab"]))
 PY
-say "building $image from deploy/image/Dockerfile"
-"$docker" build --network host --build-arg "BASE=$base" --build-arg "MIRROR=$mirror" \
-    -t "$image" -f "$here/deploy/image/Dockerfile" "$here"
-say "ready: $image (start a lab: bash scripts/lab-container.sh)"
+for edition in student full; do
+    if [ "$edition" = student ]; then tag=$image; else tag=$instructor_image; fi
+    say "building $tag ($edition edition) from deploy/image/Dockerfile"
+    "$docker" build --network host --build-arg "BASE=$base" --build-arg "MIRROR=$mirror" \
+        --build-arg "EDITION=$edition" -t "$tag" -f "$here/deploy/image/Dockerfile" "$here"
+done
+say "ready: $image, the student edition (start a lab: bash scripts/lab-container.sh),"
+say "and $instructor_image, the whole kit (the course hub's instructor)"

@@ -178,7 +178,8 @@ def image(daemon: DockerDaemon) -> str:
     (OUT / "image.log").write_text(proc.stdout + proc.stderr)
     assert proc.returncode == 0, proc.stderr[-2000:]
     TIMINGS["image_build_s"] = round(time.monotonic() - began, 1)
-    print(f"image: built in {TIMINGS['image_build_s']} s", flush=True)
+    print(f"images (the students' and the instructor's): built in "
+          f"{TIMINGS['image_build_s']} s", flush=True)
     return "labtools-lab:latest"
 
 
@@ -395,6 +396,31 @@ def test_each_server_is_unprivileged_and_limited(course: Course):
         status = in_container(name, "grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status")
         assert "CapEff:\t0000000000000000" in status.stdout and "NoNewPrivs:\t1" in status.stdout
     assert len(uids) == 3  # a user id each
+
+
+#: run in a server: the kit's edition there, then the source of lab 7's answer (the kit's
+#: simpleperf server) as a student's code would read it
+EDITION_CHECK = ("python3 -c 'import inspect; from labtools import settings; "
+                 "from labtools.tools.simpleperf import server; "
+                 "print(\"edition\", settings.edition() or \"full\"); "
+                 "print(\"source lines\", len(inspect.getsource(server.Server).splitlines()))'")
+
+
+def test_students_run_the_student_edition_the_instructor_the_whole_kit(course: Course):
+    images = {name: json.loads(docker("inspect", f"labhub-{COURSE}_u-{name}"))[0]["Config"]
+              ["Image"] for name in (INSTRUCTOR, *STUDENTS)}
+    assert images == {INSTRUCTOR: "labtools-lab-instructor:latest",
+                      **{s: "labtools-lab:latest" for s in STUDENTS}}, images
+    for student in STUDENTS:
+        seen = in_container(student, EDITION_CHECK)
+        assert "edition student" in seen.stdout, seen.stdout + seen.stderr
+        assert seen.returncode != 0 and "could not get source code" in seen.stderr
+        found = in_container(student, "find / -xdev \\( -path '*/solutions/*.ipynb' -o -path "
+                                      "'*/labtools/tools/simpleperf/server.py' \\) 2>/dev/null")
+        assert found.stdout == "", found.stdout
+    seen = in_container(INSTRUCTOR, EDITION_CHECK)
+    assert seen.returncode == 0 and "edition full" in seen.stdout, seen.stdout + seen.stderr
+    assert int(seen.stdout.split()[-1]) > 10
 
 
 def test_instructor_releases_the_lab(course: Course):

@@ -52,8 +52,8 @@ def test_the_example_file_is_valid_and_says_what_a_course_gets():
 def test_defaults_and_relative_paths():
     s = settings(tmp=Path("/srv/course"))
     assert s.data_dir == Path("/srv/course/state")
-    assert (s.api_port, s.proxy_api_port, s.idle_timeout_s, s.image) == (
-        8081, 8001, 3600, "labtools-lab:latest")
+    assert (s.api_port, s.proxy_api_port, s.idle_timeout_s, s.image, s.instructor_image) == (
+        8081, 8001, 3600, "labtools-lab:latest", "labtools-lab-instructor:latest")
     assert s.users == ("teacher", "alice", "bob")
 
 
@@ -68,6 +68,8 @@ def test_defaults_and_relative_paths():
     (("[hub]", "[servers]\nmem_limit = \"lots\"\n[hub]"), "mem_limit 'lots'"),
     (("[hub]", "[servers]\ncpu_limit = 0\n[hub]"), "cpu_limit 0.0"),
     (("[hub]", "[servers]\ninternet = \"yes\"\n[hub]"), "servers.internet must be a bool"),
+    (("[hub]", "[servers]\ninstructor_image = \"Lab Kit\"\n[hub]"),
+     "servers.instructor_image 'Lab Kit' is not an image name"),
     (("[hub]", "[auth]\nkind = \"ldap\"\n[hub]"), "auth.kind 'ldap'"),
     (("[hub]", "[extra]\n[hub]"), "unknown section 'extra'"),
     (("data_dir = \"state\"", "data_dir = \"state\"\nstudent_subnets = \"10.0.0.0/24\""),
@@ -330,6 +332,8 @@ def test_get_answers_the_documented_keys_only(tmp_path, capsys):
         assert "no setting" in refused(capsys, path, key, command="get")
     assert "(did you mean image?)" in refused(capsys, path, "imag", command="get")
     assert labhub_main(capsys, "get", path, "image") == (0, "labtools-lab:latest\n", [])
+    assert labhub_main(capsys, "get", path, "instructor_image")[1] == \
+        "labtools-lab-instructor:latest\n"
     assert labhub_main(capsys, "get", path, "users")[1] == "teacher alice bob\n"
     assert labhub_main(capsys, "get", path, "data_dir")[1] == f"{tmp_path / 'state'}\n"
     assert set(labhub.GETTABLE) <= {f.name for f in cs.CourseSettings.__dataclass_fields__

@@ -98,6 +98,8 @@ def test_limits_image_command_and_volumes(pods):
     assert container["resources"]["limits"] == {"cpu": 1.0, "memory": 2 * 2 ** 30}
     assert container["resources"]["requests"] == {"cpu": 0.5, "memory": 2 ** 30}
     assert container["image"] == "registry.example.edu/labtools-lab:latest"
+    assert pods["teacher"]["spec"]["containers"][0]["image"] == \
+        "registry.example.edu/labtools-lab-instructor:latest"  # the whole kit
     assert container["args"] == ["labtools-hub-server"]
     mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
     claims = {v["name"]: v["persistentVolumeClaim"]["claimName"] for v in pod["spec"]["volumes"]}

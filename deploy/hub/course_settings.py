@@ -59,8 +59,8 @@ KEYS: Dict[str, Tuple[str, ...]] = {
     "course": ("id", "instructor", "students", "students_file", "admins"),
     "hub": ("public_url", "listen", "subdomains", "tls_cert", "tls_key", "data_dir",
             "api_port", "proxy_api_port", "student_subnets"),
-    "servers": ("image", "cpu_limit", "mem_limit", "pids_limit", "idle_timeout_s",
-                "cull_every_s", "spawn_timeout_s", "internet", "copy_notebooks"),
+    "servers": ("image", "instructor_image", "cpu_limit", "mem_limit", "pids_limit",
+                "idle_timeout_s", "cull_every_s", "spawn_timeout_s", "internet", "copy_notebooks"),
     "auth": ("kind", "config"),
 }
 #: bounds that hold whatever the machine: cores, memory, processes, waits
@@ -93,7 +93,10 @@ class CourseSettings:
     proxy_api_port: int
     data_dir: Path
     subnets: ipaddress.IPv4Network
+    #: the students' servers' image (the student edition)
     image: str
+    #: the instructor's server's image (the whole kit: autograde runs the hidden tests)
+    instructor_image: str
     cpu_limit: float
     mem_limit: str
     pids_limit: int
@@ -268,11 +271,13 @@ def _servers(servers: Dict[str, Any], machine: Machine) -> Dict[str, Any]:
     for key, value in numbers.items():
         if key != "pids_limit" and not 1 <= value <= MAX_WAIT_S:
             raise SettingsError(f"servers.{key} {value} is not within 1-{MAX_WAIT_S} s")
-    image = _get(servers, "servers", "image", str, "labtools-lab:latest")
-    if not _IMAGE.fullmatch(image):
-        raise SettingsError(f"servers.image {image!r:.80} is not an image name like "
-                            "labtools-lab:latest")
-    return {"image": image, "cpu_limit": cpu, "mem_limit": mem, **numbers,
+    images = {key: _get(servers, "servers", key, str, default) for key, default in (
+        ("image", "labtools-lab:latest"), ("instructor_image", "labtools-lab-instructor:latest"))}
+    for key, image in images.items():
+        if not _IMAGE.fullmatch(image):
+            raise SettingsError(f"servers.{key} {image!r:.80} is not an image name like "
+                                "labtools-lab:latest")
+    return {**images, "cpu_limit": cpu, "mem_limit": mem, **numbers,
             "internet": _get(servers, "servers", "internet", bool, False),
             "copy_notebooks": _get(servers, "servers", "copy_notebooks", bool, True)}
 

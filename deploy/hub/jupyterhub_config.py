@@ -74,8 +74,8 @@ from lab_spawner import LabSpawner  # noqa: E402
 
 LabSpawner.course = course
 c.JupyterHub.spawner_class = LabSpawner
-c.DockerSpawner.image = course.image
-c.DockerSpawner.allowed_images = [course.image]  # nobody runs another image
+c.DockerSpawner.image = course.image  # the instructor's: LabSpawner.role_image
+c.DockerSpawner.allowed_images = []  # nobody chooses an image (no form, no option)
 c.DockerSpawner.pull_policy = "never"  # the image is built here (scripts/image.sh)
 c.DockerSpawner.cmd = ["labtools-hub-server"]
 c.DockerSpawner.prefix = prefix

@@ -86,9 +86,16 @@ class LabSpawner(DockerSpawner):
         """``instructor`` or ``student`` (admins are students in their servers)."""
         return "instructor" if self.user.name == self.course.instructor else "student"
 
+    @property
+    def role_image(self) -> str:
+        """The image of this user's server: the whole kit for the instructor (autograde
+        runs the hidden tests), the student edition for everyone else."""
+        return self.course.instructor_image if self.role == "instructor" else self.course.image
+
     async def start(self) -> Any:
         """Make the server's network, then start its container on it as its user id."""
         uid = server_uid(self.lab_number)
+        self.image = self.role_image
         self.network_name = self.lab_network
         self.extra_create_kwargs = {"user": f"{uid}:{uid}", "hostname": "lab"}
         await self._ensure_network()

@@ -35,8 +35,9 @@ DOCKER = shutil.which("docker", path="/usr/bin:/usr/local/bin:/bin") or "docker"
 GETTABLE: Tuple[str, ...] = (
     "course_id", "instructor", "students", "admins", "users", "public_url", "listen_ip",
     "listen_port", "subdomains", "tls_cert", "tls_key", "api_port", "proxy_api_port",
-    "data_dir", "subnets", "image", "cpu_limit", "mem_limit", "pids_limit", "idle_timeout_s",
-    "cull_every_s", "spawn_timeout_s", "internet", "copy_notebooks", "auth_kind")
+    "data_dir", "subnets", "image", "instructor_image", "cpu_limit", "mem_limit",
+    "pids_limit", "idle_timeout_s", "cull_every_s", "spawn_timeout_s", "internet",
+    "copy_notebooks", "auth_kind")
 
 
 def describe(s: CourseSettings) -> List[str]:
@@ -46,8 +47,9 @@ def describe(s: CourseSettings) -> List[str]:
         f"admins {', '.join(s.admins) or 'none'}; log in with {s.auth_kind}",
         f"address {s.public_url} (listening on {s.listen_ip}:{s.listen_port}; "
         f"{'a subdomain per user' if s.subdomains else 'one domain for all users'})",
-        f"servers: image {s.image}, {s.cpu_limit:g} CPU, {s.mem_limit} memory, "
-        f"{s.pids_limit} processes each; stopped after {s.idle_timeout_s} s idle; "
+        f"servers: image {s.image} (the instructor's {s.instructor_image}), "
+        f"{s.cpu_limit:g} CPU, {s.mem_limit} memory, {s.pids_limit} processes each; "
+        f"stopped after {s.idle_timeout_s} s idle; "
         f"{'Internet allowed' if s.internet else 'no Internet'}",
         f"state in {s.data_dir}; servers' networks in {s.subnets}",
     ]

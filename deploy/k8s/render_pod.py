@@ -7,7 +7,8 @@ the values file uses: ``singleuser`` (image, cmd, defaultUrl, uid, fsGid, cpu, m
 extraEnv, extraPodConfig, allowPrivilegeEscalation, storage with extraVolumes and
 extraVolumeMounts, cloudMetadata.blockWithIptables, which makes the chart add a privileged
 init container), ``hub.config`` (passed through as traitlets config) and
-``hub.extraConfig`` (executed). A key it does not handle is refused, so the check cannot
+``hub.extraConfig`` (executed; its ``pre_spawn_hook`` run as the hub runs it before a
+server starts: the instructor's image is chosen there). A key it does not handle is refused, so the check cannot
 pass by ignoring a setting.
 
 Runs with KubeSpawner installed (the hub's venv, scripts/hub.sh makes it):
@@ -146,6 +147,9 @@ async def _manifest(values: Dict[str, Any], user: str, user_id: int, spawner_cla
     spawner = KubeSpawner(_mock=True, config=chart_config(values), user=_User(user, user_id),
                           hub=_Hub())
     spawner.api_token = "token-of-the-hub"
+    hooked = spawner.run_pre_spawn_hook()  # as the hub does before it starts a server
+    if hooked is not None and hasattr(hooked, "__await__"):
+        await hooked
     manifest = await spawner.get_pod_manifest()
     await spawner.api.api_client.close()  # made with the spawner; never used
     return ApiClient().sanitize_for_serialization(manifest)
