@@ -36,7 +36,7 @@ test-timing: setup
 
 test-browser:
 	bash scripts/setup.sh --test
-	$(VENV)/bin/python -m pytest -q -s -m browser tests/test_browser.py
+	$(VENV)/bin/python -m pytest -q -s -m browser tests/test_browser.py tests/test_edition_lab.py
 
 check-provisioning:
 	bash scripts/setup.sh --test

@@ -24,6 +24,10 @@ port=${LAB_PORT:-8888}
 export LABTOOLS_MODE=${LABTOOLS_MODE:-student}
 case "$LABTOOLS_MODE" in student|instructor) ;; *)
     echo "[lab] LABTOOLS_MODE must be student or instructor" >&2; exit 2 ;; esac
+if [ "$LABTOOLS_MODE" = instructor ] && [ -f "$here/labtools/EDITION" ]; then
+    echo "[lab] this is the student edition: no instructor's lab here (use the whole kit)" >&2
+    exit 2
+fi
 root=$here
 [ "$LABTOOLS_MODE" = student ] && root=$here/workspace
 # a student's lab: nbgrader's instructor extensions off (the same config as the container's)

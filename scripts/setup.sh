@@ -144,6 +144,8 @@ fi
 # The lab VM gets what students use; elsewhere the development tools too (tests, nbgrader).
 extras=lab,dev
 [ "$service" = yes ] && [ "$testing" = no ] && extras=lab
+# the student edition (labtools bundle --students): what students use, nothing else
+[ -f "$here/labtools/EDITION" ] && extras=lab
 stamp="$venv/.labtools-installed"
 want="$(sha256sum < "$here/pyproject.toml" | cut -d' ' -f1) $extras"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then

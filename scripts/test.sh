@@ -10,6 +10,7 @@
 #     real-network tests (marker `network`), the solution notebooks among them: natively
 #     where this kernel can emulate links, otherwise inside the lab VM (labtools vm);
 #  5. the browser test: `make lab`'s JupyterLab in headless Chromium (marker `browser`);
+#     the student edition (`labtools bundle --students`) started with its own `make lab`;
 #  6. the course hub (marker `hub`): the lab image (built in the background during stages
 #     1-2: mostly downloads), JupyterHub with students and an instructor in headless
 #     Chromium, run while the provisioning check finishes; the Kubernetes pod checks.
@@ -140,8 +141,8 @@ unset LABTOOLS_QUICK
 stage_end
 
 if [[ "$skip" != *" browser "* ]]; then
-    stage_start "the browser test: make lab's JupyterLab in headless Chromium"
-    $py -m pytest -q -s -m browser tests/test_browser.py
+    stage_start "the browser test: make lab's JupyterLab in headless Chromium; the student edition's make lab"
+    $py -m pytest -q -s -m browser tests/test_browser.py tests/test_edition_lab.py
     stage_end
 fi
 

@@ -14,19 +14,15 @@ Marker ``browser``: minutes (the lab VM boots and JupyterLab starts under emulat
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import signal
-import socket
-import subprocess
-import threading
 import time
 import urllib.request
 from pathlib import Path
 from typing import Iterator, List, Tuple
 
 import pytest
+from lab_process import Lab, free_port
 from page_reading import click_text, read_page, texts, wait_for
 
 pytestmark = [pytest.mark.browser]
@@ -42,67 +38,6 @@ PANEL_RUN_TIMEOUT_S = 300
 KERNEL_START_TIMEOUT_S = 300
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _ctrl_c_reaches_it() -> None:
-    """A terminal's Ctrl-C stops `make lab`. A test run started in the background by a
-    shell without job control (as some CI runners do) inherits SIGINT *ignored*, and so
-    would `make lab`: give it the default action, as in a terminal."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-class Lab:
-    """`make lab`'s script running in the background; its output lines with their times."""
-
-    def __init__(self, port: int) -> None:
-        # the instructor's lab: the browser runs a solution, which a student's workspace lacks
-        env = dict(os.environ, LAB_PORT=str(port), LABTOOLS_MODE="instructor")
-        env.pop("JUPYTER_TOKEN", None)
-        self.started = time.monotonic()
-        self.proc = subprocess.Popen(["bash", str(ROOT / "scripts" / "lab.sh")], cwd=ROOT,
-                                     env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True, start_new_session=True,
-                                     preexec_fn=_ctrl_c_reaches_it)
-        self.lines: List[Tuple[float, str]] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append((time.monotonic() - self.started, line.rstrip()))
-
-    def wait_line(self, pattern: str, timeout_s: float) -> Tuple[float, str]:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            for at, line in list(self.lines):
-                if re.search(pattern, line):
-                    return at, line
-            if self.proc.poll() is not None:
-                time.sleep(0.5)
-                break
-            time.sleep(0.5)
-        raise AssertionError(f"`make lab` did not print /{pattern}/ within {timeout_s:.0f} s:\n"
-                             + "\n".join(line for _, line in self.lines[-30:]))
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGINT)  # Ctrl-C, as a student stops it
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-                # the lab VM runs in a session of its own: remove it as a student would
-                print("make lab did not stop within 60 s of Ctrl-C: labtools clean", flush=True)
-                subprocess.run([str(ROOT / ".venv" / "bin" / "labtools"), "clean"],
-                               cwd=ROOT, check=False, timeout=300)
-
-
 @pytest.fixture(scope="module")
 def lab() -> Iterator[Tuple[Lab, str]]:
     if shutil.which("chromium") is None or shutil.which("chromedriver") is None:
@@ -110,14 +45,13 @@ def lab() -> Iterator[Tuple[Lab, str]]:
     SHOTS.mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "solutions" / NOTEBOOK, SHOTS / NOTEBOOK)  # run a copy, not the source
     shutil.rmtree(SHOTS / "results", ignore_errors=True)
-    running = Lab(free_port())
+    running = Lab(free_port(), ROOT, ["bash", "scripts/lab.sh"], mode="instructor")
     try:
         _, ready = running.wait_line(r"\[lab\] ready: ", READY_TIMEOUT_S)
         yield running, ready.split("ready: ", 1)[1].strip()
     finally:
-        running.stop()
-        (SHOTS / "make-lab.log").write_text("\n".join(f"{at:7.1f} s  {line}"
-                                                      for at, line in running.lines) + "\n")
+        running.stop(ROOT / ".venv" / "bin" / "labtools")
+        (SHOTS / "make-lab.log").write_text(running.log())
 
 
 @pytest.fixture(scope="module")

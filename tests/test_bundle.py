@@ -182,3 +182,24 @@ def test_a_stub_keeps_the_docstring_and_refuses():
     assert namespace["f"].__doc__ == "Doc." and namespace["g"]() == 2
     with pytest.raises(Exception, match="^no$"):
         namespace["f"](1)
+
+
+def test_the_edition_starts_with_make_lab_and_vagrant_up(edition):
+    """The edition's own Makefile runs the kit's setup and lab scripts, which are there,
+    as is the lab VM's Vagrantfile (the lab itself is started by tests/test_edition_lab.py)."""
+    planned = subprocess.run(["make", "-n", "lab"], capture_output=True, text=True,
+                             timeout=60, cwd=edition)
+    assert planned.returncode == 0, planned.stderr
+    assert planned.stdout.split("\n")[:2] == ["bash scripts/setup.sh", "bash scripts/lab.sh"]
+    for name in ("scripts/setup.sh", "scripts/lab.sh", "scripts/lab-service.sh",
+                 "deploy/image/etc/labtools/jupyter/student/jupyter_server_config.json"):
+        assert (edition / name).is_file(), name
+    assert "scripts/setup.sh --service" in (edition / "vagrant" / "Vagrantfile").read_text()
+    assert not (edition / "tests").exists() and "test:" not in (edition / "Makefile").read_text()
+
+
+def test_the_edition_refuses_an_instructors_lab_in_one_line(edition):
+    done = subprocess.run(["bash", str(edition / "scripts" / "lab.sh")], capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "LABTOOLS_MODE": "instructor"})
+    assert done.returncode == 2 and done.stderr.strip().count("\n") == 0
+    assert "student edition" in done.stderr

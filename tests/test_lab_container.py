@@ -20,13 +20,13 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-import uuid
 from pathlib import Path
-from typing import Any, Dict, Iterator, Optional, Tuple
+from typing import Iterator, Tuple
 
 import pytest
 import websocket
 from hub_machine import DOCKER, ROOT, DockerDaemon, docker, free_port
+from kernel_channel import ask, channels, execute, start_kernel, stop_kernel
 
 from labtools.model import expect
 from labtools.model.catalog import load_topology
@@ -149,55 +149,14 @@ def test_notebooks_and_measurements_are_saved_in_the_work_folder(lab):
     assert (work / "results" / "labtools.sqlite").stat().st_size > 0
 
 
-def kernel_message(msg_type: str, content: Dict[str, Any]) -> Dict[str, Any]:
-    """A message of Jupyter's protocol as JupyterLab sends it on a kernel's websocket."""
-    return {"header": {"msg_id": uuid.uuid4().hex, "session": SESSION, "username": "",
-                       "msg_type": msg_type, "version": "5.3"},
-            "parent_header": {}, "metadata": {}, "content": content, "channel": "shell",
-            "buffers": []}
-
-
-SESSION = uuid.uuid4().hex
-
-
-def ask(ws: Any, msg_type: str, content: Dict[str, Any], timeout_s: float
-        ) -> Tuple[Optional[Dict[str, Any]], str]:
-    """Send one shell request; its reply (None when none came in time) and the text its
-    cell printed."""
-    sent = kernel_message(msg_type, content)
-    ws.send(json.dumps(sent))
-    deadline, printed = time.monotonic() + timeout_s, []
-    while time.monotonic() < deadline:
-        ws.settimeout(max(0.1, deadline - time.monotonic()))
-        try:
-            msg = json.loads(ws.recv())
-        except websocket.WebSocketTimeoutException:
-            break
-        if msg.get("parent_header", {}).get("msg_id") != sent["header"]["msg_id"]:
-            continue
-        if msg["msg_type"] == "stream":
-            printed.append(msg["content"]["text"])
-        elif msg["msg_type"] == "error":
-            printed.append("\n".join(msg["content"]["traceback"]))
-        elif msg["channel"] == "shell":
-            return msg, "".join(printed)
-    return None, "".join(printed)
-
-
 def test_a_notebook_kernel_runs_a_delayed_lab_and_saves_it(lab):
     url, work, port, _ = lab
     base, token = url.split("/lab?token=")
     mode = subprocess.run([DOCKER, "exec", container_of(port), "labtools-container-check",
                            "--mode"], capture_output=True, text=True, timeout=60).stdout.strip()
     began = time.monotonic()  # the kernel starts; the websocket opens once it answers
-    request = urllib.request.Request(f"{base}/api/kernels?token={token}", method="POST",
-                                     data=b'{"name": "python3"}',
-                                     headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=60) as reply:
-        kernel = json.loads(reply.read())
-    ws = websocket.create_connection(
-        f"{base.replace('http', 'ws')}/api/kernels/{kernel['id']}/channels?token={token}",
-        timeout=KERNEL_S)
+    kernel = start_kernel(base, token)
+    ws = channels(base, token, kernel, KERNEL_S)
     try:
         info = None
         while info is None and time.monotonic() - began < KERNEL_S:
@@ -216,14 +175,11 @@ def test_a_notebook_kernel_runs_a_delayed_lab_and_saves_it(lab):
                 " calibrate=False) as lab:\n"
                 "    ping = probes.ping(lab, 'h1', 'h2', count=3, interval_s=0.2)\n"
                 "print('in-vm', settings.current().in_vm, 'min', ping.summary.min_ms)\n")
-        reply, printed = ask(ws, "execute_request", {
-            "code": code, "silent": False, "store_history": False, "user_expressions": {},
-            "allow_stdin": False, "stop_on_error": True}, 300)
+        reply, printed = execute(ws, code, 300)
         assert reply is not None and reply["content"]["status"] == "ok", printed[-1500:]
     finally:
         ws.close()
-        urllib.request.urlopen(urllib.request.Request(
-            f"{base}/api/kernels/{kernel['id']}?token={token}", method="DELETE"), timeout=60)
+        stop_kernel(base, token, kernel)
     words = printed.split()
     assert words[:2] == ["in-vm", str(mode == "vm")], (mode, printed)
     assert float(words[3]) >= expect.rtt_ms(load_topology(DELAYED), "h1", "h2"), printed

@@ -24,6 +24,10 @@ as source:
   ping under load are computed from it; a measurement's verdicts show its values once
   measured, as in every lab).
 
+The edition runs as the kit does: ``make lab`` (its own Makefile, :data:`PLACED`) and the
+lab VM (``cd vagrant && vagrant up``) use the kit's setup and lab scripts, which install the
+edition's package (editable) in the edition's own venv.
+
 The edition's package holds :data:`labtools.settings.EDITION_FILE` (``student``): the kit
 then knows it is on a course (:attr:`labtools.settings.Settings.on_course`): expected
 values stay hidden whatever ``LABTOOLS_SHOW_ANSWERS`` says.
@@ -49,7 +53,13 @@ from labtools.errors import InputError
 #: what the edition holds, relative to the kit's source folder (folders copied whole,
 #: except :data:`SKIPPED_NAMES` and :data:`LEFT_OUT`)
 INCLUDED = ("README.md", "pyproject.toml", "labtools", "topologies", "notebooks",
-            "docs/students.md", "docs/reference.md", "docs/running.md")
+            "docs/students.md", "docs/reference.md", "docs/running.md",
+            # what `make lab` and the lab VM (`vagrant up`) run
+            "scripts/setup.sh", "scripts/lab.sh", "scripts/lab-service.sh",
+            "vagrant/Vagrantfile", "deploy/image/etc/labtools/jupyter/student")
+#: files of the kit written in the edition under another name: the edition's own Makefile
+#: (make lab, setup, clean: the kit's has the developers' targets, whose tests are not there)
+PLACED = {"deploy/edition/Makefile": "Makefile"}
 #: names never copied, wherever they are (caches, a lab's own results, a student's work)
 SKIPPED_NAMES = frozenset({"__pycache__", ".ipynb_checkpoints", ".pytest_cache", "results",
                            ".mypy_cache", "mysimpleperf", "EDITION"})
@@ -245,6 +255,22 @@ def _clear_left_out(dest: Path) -> None:
             shutil.rmtree(path)
 
 
+def _copy_placed(root: Path, dest: Path) -> List[str]:
+    """Copy the files of :data:`PLACED` that ``root`` has (a link is never copied) into
+    ``dest`` under their names there; the names copied."""
+    copied = []
+    for rel, placed in PLACED.items():
+        source = root / rel
+        if source.is_symlink() or not source.is_file():
+            continue
+        out = _target(dest, placed)
+        if out.is_file():
+            out.unlink()
+        shutil.copyfile(source, out, follow_symlinks=False)
+        copied.append(placed)
+    return copied
+
+
 def write_edition(root: Path, dest: Path, force: bool = False) -> Bundle:
     """Write the student edition of the kit in ``root`` (its source folder) into ``dest``.
 
@@ -288,6 +314,7 @@ def write_edition(root: Path, dest: Path, force: bool = False) -> Bundle:
         else:
             shutil.copyfile(root / rel, out, follow_symlinks=False)
             bundle.copied.append(rel)
+    bundle.copied.extend(_copy_placed(root, dest))
     marker = _target(dest, str(Path("labtools") / settings.EDITION_FILE.name))
     marker.write_text(f"{settings.STUDENT_EDITION}\nlabtools {__version__}, bytecode for "
                       f"Python {sys.version_info.major}.{sys.version_info.minor}\n",
