@@ -43,6 +43,10 @@ report() {
         kill -TERM "$hub_prep_pid" 2>/dev/null || true
         wait "$hub_prep_pid" 2>/dev/null || true
     fi
+    if [ -d results/junit ]; then
+        echo "== where the time went: the slowest tests of each stage =="
+        "$py" tests/slowest_tests.py results/junit 6 || true
+    fi
     echo "== time per stage =="
     printf '%s\n' "${timings[@]}"
     printf '%5d s  total\n' $(( $(date +%s) - t_all ))
@@ -54,6 +58,7 @@ bash scripts/setup.sh --test
 export PATH="$venv/bin:$PATH"
 # what `labtools clean` would remove before the run: the run's end checks it left no more
 mkdir -p results
+rm -rf results/junit  # this run's only (the slowest tests, printed at the end)
 $py tests/leftover_check.py before results/leftovers-before.json
 stage_end
 
@@ -85,7 +90,8 @@ stage_start "unit tests (beside short processes that start and end all the time)
 $py tests/process_churn.py --pause-ms 25 > results/process-churn.out &
 churn_pid=$!
 status=0
-$py -m pytest -q -m "not network and not vm and not grading and not system and not browser and not hub" "$@" || status=$?
+$py -m pytest -q -m "not network and not vm and not grading and not system and not browser and not hub" \
+    --junitxml=results/junit/1-unit.xml "$@" || status=$?
 kill -TERM "$churn_pid" 2>/dev/null || true
 wait "$churn_pid" 2>/dev/null || true
 cat results/process-churn.out
@@ -93,7 +99,8 @@ cat results/process-churn.out
 stage_end
 
 stage_start "grading with the real nbgrader (release, autograde, feedback, export)"
-$py -m pytest -q -m grading tests/test_grading.py tests/test_grading_lab7.py
+$py -m pytest -q -m grading --junitxml=results/junit/2-grading.xml tests/test_grading.py \
+    tests/test_grading_lab7.py
 stage_end
 
 if [ -n "$hub_prep_pid" ]; then
@@ -105,7 +112,8 @@ if [ -n "$hub_prep_pid" ]; then
     timings+=("$(printf '%5d s  %s' $(( $(date +%s) - t_hub_prep )) \
         "the hub's packages and lab image (in the background from the start)")")
     [ "$status" = 0 ] || { tail -30 results/hub/prepare.log; exit "$status"; }
-    $py -m pytest -q -s -m hub tests/test_hub.py tests/test_lab_container.py tests/test_k8s.py
+    $py -m pytest -q -s -m hub --junitxml=results/junit/3-hub.xml tests/test_hub.py \
+        tests/test_lab_container.py tests/test_k8s.py
     stage_end
 fi
 
@@ -120,7 +128,7 @@ if [ -n "$provision_pid" ]; then
 fi
 
 stage_start "the VM runner: a real boot, and a notebook's kernel in the lab VM (marker vm)"
-$py -m pytest -q -m vm tests/test_vm.py tests/test_vm_kernel.py
+$py -m pytest -q -m vm --junitxml=results/junit/4-vm.xml tests/test_vm.py tests/test_vm_kernel.py
 stage_end
 
 stage_start "real-network tests and the solution notebooks, executed on real networks"
@@ -131,18 +139,20 @@ network_files=(tests/test_network.py tests/test_network_queues.py tests/test_net
 export LABTOOLS_QUICK=1
 if $py -c 'import sys; from labtools.system.capabilities import native_network_ok; sys.exit(0 if native_network_ok() else 1)'; then
     echo "this kernel can emulate links: running them natively"
-    $py -m pytest -q --durations=0 -m network "${network_files[@]}" "$@"
+    $py -m pytest -q --durations=0 -m network --junitxml=results/junit/5-network.xml \
+        "${network_files[@]}" "$@"
 else
     echo "this kernel cannot emulate links (no netem): running them in the lab VM"
     labtools vm --env LABTOOLS_QUICK --timeout 2400 -- "$py" -m pytest -q \
-        --durations=0 -m network "${network_files[@]}" "$@"
+        --durations=0 -m network --junitxml=results/junit/5-network.xml "${network_files[@]}" "$@"
 fi
 unset LABTOOLS_QUICK
 stage_end
 
 if [[ "$skip" != *" browser "* ]]; then
     stage_start "the browser test: make lab's JupyterLab in headless Chromium; the student edition's make lab"
-    $py -m pytest -q -s -m browser tests/test_browser.py tests/test_edition_lab.py
+    $py -m pytest -q -s -m browser --junitxml=results/junit/6-browser.xml tests/test_browser.py \
+        tests/test_edition_lab.py
     stage_end
 fi
 
