@@ -203,3 +203,28 @@ def test_the_edition_refuses_an_instructors_lab_in_one_line(edition):
                           text=True, timeout=60, env={**os.environ, "LABTOOLS_MODE": "instructor"})
     assert done.returncode == 2 and done.stderr.strip().count("\n") == 0
     assert "student edition" in done.stderr
+
+
+def test_every_package_of_the_kit_is_in_the_edition(edition):
+    packages = {p.parent.relative_to(ROOT) for p in (ROOT / "labtools").rglob("__init__.py")}
+    missing = sorted(str(p) for p in packages if not (edition / p / "__init__.py").is_file())
+    assert not missing, missing
+
+
+def test_every_module_of_the_edition_imports_but_the_replaced_ones_refuse(edition):
+    replaced = {o.path[:-len(".py")].replace("/", ".") for o in student_edition.REPLACED}
+    done = _python(edition, (
+        "import importlib, pkgutil, labtools\n"
+        "for m in pkgutil.walk_packages(labtools.__path__, 'labtools.'):\n"
+        "    try:\n        importlib.import_module(m.name)\n        print('ok', m.name)\n"
+        "    except Exception as err:\n"
+        "        print('refused', m.name, type(err).__name__, str(err).replace(chr(10), ' '))\n"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    outcomes = {line.split()[1]: line for line in done.stdout.splitlines()}
+    refused = {name for name, line in outcomes.items() if line.startswith("refused")}
+    assert replaced <= refused  # an instructor's module that imports them refuses too
+    broken = [outcomes[n] for n in refused
+              if " InputError " not in outcomes[n] or "not in the student edition" not in
+              outcomes[n]]
+    assert not broken, broken  # nothing missing (a module the edition left behind)
+    assert len(outcomes) > 100 and outcomes["labtools.results.store"].startswith("ok")

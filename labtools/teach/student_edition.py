@@ -60,7 +60,8 @@ INCLUDED = ("README.md", "pyproject.toml", "labtools", "topologies", "notebooks"
 #: files of the kit written in the edition under another name: the edition's own Makefile
 #: (make lab, setup, clean: the kit's has the developers' targets, whose tests are not there)
 PLACED = {"deploy/edition/Makefile": "Makefile"}
-#: names never copied, wherever they are (caches, a lab's own results, a student's work)
+#: names never copied, wherever they are (caches, a lab's own results, a student's work),
+#: except a folder of the package (``labtools/results`` holds the results store's code)
 SKIPPED_NAMES = frozenset({"__pycache__", ".ipynb_checkpoints", ".pytest_cache", "results",
                            ".mypy_cache", "mysimpleperf", "EDITION"})
 #: file endings never copied
@@ -158,7 +159,8 @@ def source_files(root: Path) -> Tuple[List[str], List[str]]:
             for name in sorted(dirs):
                 if (here / name).is_symlink():
                     links.append(str((here / name).relative_to(root)))
-            dirs[:] = sorted(d for d in dirs if d not in SKIPPED_NAMES
+            dirs[:] = sorted(d for d in dirs if (d not in SKIPPED_NAMES
+                                                 or (here / d / "__init__.py").is_file())
                              and not (here / d).is_symlink()
                              and not _left_out(str((here / d).relative_to(root))))
             for name in sorted(names):
