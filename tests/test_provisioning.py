@@ -2,7 +2,8 @@
 
 A fresh Debian 12 system (debootstrap from Debian's packages: systemd, Debian's kernel, a
 ``vagrant`` user; :mod:`tests.system_images`) boots under QEMU with systemd as its first
-process (:mod:`tests.system_boot`). The repository is shared where Vagrant's synced
+process (:mod:`tests.system_boot`). The student edition (``labtools bundle --students``:
+what a course hands its students, with its own Vagrantfile) is shared where Vagrant's synced
 folder is, and the port the Vagrantfile forwards is forwarded from the host's 127.0.0.1
 (to a port other than 8888, as ``LAB_PORT=8899 vagrant up`` does). In it, the Vagrantfile's
 own provisioning command runs with the Vagrantfile's environment (tests/system/*.sh),
@@ -27,6 +28,7 @@ from typing import Callable, Dict
 
 import pytest
 
+from labtools.teach import student_edition
 from tests import system_boot as sysboot
 from tests import system_images as images
 
@@ -112,6 +114,8 @@ def provisioned(tmp_path_factory):
     ctl = work / "control"
     ctl.mkdir()
     disk = images.working_copy(image, work / "root.img")
+    edition = work / "lab"  # what a student clones or unpacks: the student edition
+    student_edition.write_edition(ROOT, edition)
     port = free_port()
     vagrant = vagrant_provisioner()
     env = {k: (str(port) if v == "LAB_PORT_FROM_HOST" else v)
@@ -126,7 +130,7 @@ def provisioned(tmp_path_factory):
     for n, stage in ((1, "stage_provision.sh"), (2, "stage_reboot.sh")):
         shutil.copy(STAGES / stage, ctl / images.STAGE_SCRIPT)
         spec = sysboot.BootSpec(image=disk, kernel=image.kernel, initrd=image.initrd,
-                                repo=ROOT, control=ctl, console_log=LOGS / f"console-{n}.log",
+                                repo=edition, control=ctl, console_log=LOGS / f"console-{n}.log",
                                 forwards=((port, GUEST_PORT),))
         print(f"booting {name} (stage {n}, software emulation)...", flush=True)
         try:
