@@ -64,6 +64,17 @@ def start_kernel(base: str, token: str) -> str:
         return str(json.loads(reply.read())["id"])
 
 
+def open_notebook(base: str, token: str, path: str) -> str:
+    """A kernel for the notebook at ``path`` (relative to the server's root), as JupyterLab
+    starts one when a student opens it (the kernel works in the notebook's folder); its id."""
+    body = json.dumps({"path": path, "type": "notebook", "name": path.rsplit("/", 1)[-1],
+                       "kernel": {"name": "python3"}}).encode()
+    request = urllib.request.Request(f"{base}/api/sessions?token={token}", method="POST",
+                                     data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as reply:
+        return str(json.loads(reply.read())["kernel"]["id"])
+
+
 def channels(base: str, token: str, kernel: str, timeout_s: float) -> Any:
     """The kernel's websocket (the server opens it once the kernel answers)."""
     return websocket.create_connection(

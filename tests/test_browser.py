@@ -31,11 +31,11 @@ ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "results" / "browser"
 NOTEBOOK = "00-getting-started.ipynb"
 #: how long the lab may take to answer after `make lab` (VM boot + JupyterLab under TCG)
-READY_TIMEOUT_S = 600
+READY_TIMEOUT_S = 900
 #: how long "run all cells" of notebook 00 may take (it builds the network: minutes in TCG)
 RUN_ALL_TIMEOUT_S = 900
 PANEL_RUN_TIMEOUT_S = 300
-KERNEL_START_TIMEOUT_S = 300
+KERNEL_START_TIMEOUT_S = 600  # the lab VM beside the edition's (make test runs both at once)
 
 
 @pytest.fixture(scope="module")

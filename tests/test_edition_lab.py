@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Iterator, Tuple
 
 import pytest
-from kernel_channel import ask, channels, execute, start_kernel, stop_kernel
+from kernel_channel import ask, channels, execute, open_notebook, stop_kernel
 from lab_process import Lab, free_port
 
 from labtools.model import expect
@@ -37,6 +37,8 @@ OUT = ROOT / "results" / "edition"
 READY_TIMEOUT_S = 900
 #: how long the kernel in the lab VM may take to answer
 KERNEL_S = 600
+#: the student notebook whose kernel the test starts (in the workspace)
+NOTEBOOK = "00-getting-started.ipynb"
 #: a lab with link delay, built in the kernel
 DELAYED = "star,hosts=3,bw_mbps=10,delay_ms=5"
 
@@ -85,7 +87,7 @@ def test_a_kernel_of_the_editions_lab_is_on_a_course_and_measures(lab, edition):
     _, url = lab
     base, token = url.split("/lab?token=")
     began = time.monotonic()
-    kernel = start_kernel(base, token)
+    kernel = open_notebook(base, token, NOTEBOOK)  # in the workspace, as a student opens it
     ws = channels(base, token, kernel, KERNEL_S)
     try:
         info = None
