@@ -29,13 +29,7 @@ stage_start() { echo "== $1 =="; t_stage=$(date +%s); stage_name=$1; }
 stage_end() { timings+=("$(printf '%5d s  %s' $(( $(date +%s) - t_stage )) "$stage_name")"); }
 provision_pid=""
 hub_prep_pid=""
-edition_pid=""
 report() {
-    # nor the student edition's lab test, run beside the browser test
-    if [ -n "$edition_pid" ] && kill -0 "$edition_pid" 2>/dev/null; then
-        kill -INT "$edition_pid" 2>/dev/null || true
-        wait "$edition_pid" 2>/dev/null || true
-    fi
     # a stage that failed leaves no provisioning check running behind it (its VM, its
     # debootstrap): the whole process group of the background check is stopped
     if [ -n "$provision_pid" ] && kill -0 "$provision_pid" 2>/dev/null; then
@@ -157,21 +151,9 @@ stage_end
 
 if [[ "$skip" != *" browser "* ]]; then
     stage_start "the browser test: make lab's JupyterLab in headless Chromium; the student edition's make lab"
-    # the two at once (each mostly waits for its own lab VM): the edition's output after
-    mkdir -p results/edition
+    $py -m pytest -q -s -m browser --junitxml=results/junit/6-browser.xml tests/test_browser.py
     $py -m pytest -q -s -m browser --junitxml=results/junit/6-edition.xml \
-        tests/test_edition_lab.py > results/edition/pytest.out 2>&1 &
-    edition_pid=$!
-    status=0
-    $py -m pytest -q -s -m browser --junitxml=results/junit/6-browser.xml \
-        tests/test_browser.py || status=$?
-    edition_status=0
-    wait "$edition_pid" || edition_status=$?
-    edition_pid=""
-    echo "-- the student edition's make lab (tests/test_edition_lab.py) --"
-    cat results/edition/pytest.out
-    [ "$status" = 0 ] || exit "$status"
-    [ "$edition_status" = 0 ] || exit "$edition_status"
+        tests/test_edition_lab.py
     stage_end
 fi
 

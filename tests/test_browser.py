@@ -35,7 +35,7 @@ READY_TIMEOUT_S = 900
 #: how long "run all cells" of notebook 00 may take (it builds the network: minutes in TCG)
 RUN_ALL_TIMEOUT_S = 900
 PANEL_RUN_TIMEOUT_S = 300
-KERNEL_START_TIMEOUT_S = 600  # the lab VM beside the edition's (make test runs both at once)
+KERNEL_START_TIMEOUT_S = 600
 
 
 @pytest.fixture(scope="module")
