@@ -8,8 +8,8 @@ extraEnv, extraPodConfig, allowPrivilegeEscalation, storage with extraVolumes an
 extraVolumeMounts, cloudMetadata.blockWithIptables, which makes the chart add a privileged
 init container), ``hub.config`` (passed through as traitlets config) and
 ``hub.extraConfig`` (executed; its ``pre_spawn_hook`` run as the hub runs it before a
-server starts: the instructor's image is chosen there). A key it does not handle is refused, so the check cannot
-pass by ignoring a setting.
+server starts: the instructor's image is chosen there). A key it does not handle is
+refused, so the check cannot pass by ignoring a setting.
 
 Runs with KubeSpawner installed (the hub's venv, scripts/hub.sh makes it):
 
