@@ -435,6 +435,17 @@ def test_instructor_releases_the_lab(course: Course):
     assert released["success"], released
 
 
+def server_log(user: str, lines: int = 80) -> str:
+    """The last lines of ``user``'s server (JupyterLab, its kernels, the lab VM's boot),
+    kept in results/hub/USER-server.log (the container goes when the hub stops it)."""
+    name = f"labhub-{COURSE}_u-{user}"
+    proc = subprocess.run([DOCKER, "logs", "--tail", str(lines), name], capture_output=True,
+                          text=True, timeout=60, check=False)
+    text = (proc.stdout + proc.stderr).strip()
+    (OUT / f"{user}-server.log").write_text(text + "\n")
+    return text
+
+
 def open_lab_in_browser(person: Person) -> None:
     """The fetched notebook, opened in the browser, its kernel ready (Idle)."""
 
@@ -449,7 +460,8 @@ def open_lab_in_browser(person: Person) -> None:
             break
         time.sleep(1)
     else:
-        raise AssertionError(f"{person.name}: the kernel did not answer within {KERNEL_S} s")
+        raise AssertionError(f"{person.name}: the kernel did not answer within {KERNEL_S} s; "
+                             f"its server's log:\n{server_log(person.name)}")
     TIMINGS.setdefault("kernel_ready_s", {})[person.name] = round(time.monotonic() - opened, 1)
 
 
