@@ -460,6 +460,7 @@ def open_lab_in_browser(person: Person) -> None:
             break
         time.sleep(1)
     else:
+        driver.save_screenshot(str(OUT / f"{person.name}-kernel-timeout.png"))
         raise AssertionError(f"{person.name}: the kernel did not answer within {KERNEL_S} s; "
                              f"its server's log:\n{server_log(person.name)}")
     TIMINGS.setdefault("kernel_ready_s", {})[person.name] = round(time.monotonic() - opened, 1)
