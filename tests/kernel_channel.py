@@ -86,3 +86,11 @@ def stop_kernel(base: str, token: str, kernel: str) -> None:
     """Shut the kernel down."""
     urllib.request.urlopen(urllib.request.Request(
         f"{base}/api/kernels/{kernel}?token={token}", method="DELETE"), timeout=60)
+
+
+def delayed_ping_code(spec: str, results: str) -> str:
+    """A cell's code: the lab ``spec`` (with link delay) built, three pings h1 -> h2 saved in
+    ``results`` (relative to the kernel's folder); ``ping`` holds their result."""
+    return ("from labtools.lab import probes\nfrom labtools.lab.session import LabSession\n"
+            f"with LabSession({spec!r}, results={results!r}, calibrate=False) as lab:\n"
+            "    ping = probes.ping(lab, 'h1', 'h2', count=3, interval_s=0.2)\n")

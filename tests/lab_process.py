@@ -12,8 +12,9 @@ import socket
 import subprocess
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 
 def free_port() -> int:
@@ -86,3 +87,15 @@ class Lab:
     def log(self) -> str:
         """Every line with its time."""
         return "\n".join(f"{at:7.1f} s  {line}" for at, line in self.lines) + "\n"
+
+
+@contextmanager
+def lab_running(lab: Lab, ready_s: float, labtools: Path, log: Path) -> Iterator[Tuple[Lab, str]]:
+    """``lab`` until the block ends: (the lab, the address it printed once it answered);
+    then stopped (``labtools`` cleans up if Ctrl-C does not) and its output kept in ``log``."""
+    try:
+        _, ready = lab.wait_line(r"\[lab\] ready: ", ready_s)
+        yield lab, ready.split("ready: ", 1)[1].strip()
+    finally:
+        lab.stop(labtools)
+        log.write_text(lab.log())

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Iterator, List, Tuple
 
 import pytest
-from lab_process import Lab, free_port
+from lab_process import Lab, free_port, lab_running
 from page_reading import click_text, read_page, texts, wait_for
 
 pytestmark = [pytest.mark.browser]
@@ -46,12 +46,9 @@ def lab() -> Iterator[Tuple[Lab, str]]:
     shutil.copy(ROOT / "solutions" / NOTEBOOK, SHOTS / NOTEBOOK)  # run a copy, not the source
     shutil.rmtree(SHOTS / "results", ignore_errors=True)
     running = Lab(free_port(), ROOT, ["bash", "scripts/lab.sh"], mode="instructor")
-    try:
-        _, ready = running.wait_line(r"\[lab\] ready: ", READY_TIMEOUT_S)
-        yield running, ready.split("ready: ", 1)[1].strip()
-    finally:
-        running.stop(ROOT / ".venv" / "bin" / "labtools")
-        (SHOTS / "make-lab.log").write_text(running.log())
+    with lab_running(running, READY_TIMEOUT_S, ROOT / ".venv" / "bin" / "labtools",
+                     SHOTS / "make-lab.log") as started:
+        yield started
 
 
 @pytest.fixture(scope="module")

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Iterator, Tuple
 
 import pytest
-from kernel_channel import ask, channels, execute, open_notebook, stop_kernel
-from lab_process import Lab, free_port
+from kernel_channel import ask, channels, delayed_ping_code, execute, open_notebook, stop_kernel
+from lab_process import Lab, free_port, lab_running
 
 from labtools.model import expect
 from labtools.model.catalog import load_topology
@@ -56,12 +56,9 @@ def edition(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def lab(edition: Path) -> Iterator[Tuple[Lab, str]]:
     OUT.mkdir(parents=True, exist_ok=True)
     running = Lab(free_port(), edition, ["make", "lab"], env={"LABTOOLS_VENV": ""})
-    try:
-        _, ready = running.wait_line(r"\[lab\] ready: ", READY_TIMEOUT_S)
-        yield running, ready.split("ready: ", 1)[1].strip()
-    finally:
-        running.stop(edition / ".venv" / "bin" / "labtools")
-        (OUT / "make-lab.log").write_text(running.log())
+    with lab_running(running, READY_TIMEOUT_S, edition / ".venv" / "bin" / "labtools",
+                     OUT / "make-lab.log") as started:
+        yield started
 
 
 def status(url: str) -> int:
@@ -97,15 +94,12 @@ def test_a_kernel_of_the_editions_lab_is_on_a_course_and_measures(lab, edition):
         answered_s = time.monotonic() - began
         code = ("import inspect, labtools\nfrom labtools import settings\n"
                 "from labtools.tools.simpleperf import server\n"
-                "from labtools.lab import probes\nfrom labtools.lab.session import LabSession\n"
                 "print('package', labtools.__file__)\n"
                 "print('on-course', settings.current().on_course)\n"
                 "try:\n    inspect.getsource(server.Server)\n    print('source shown')\n"
                 "except OSError:\n    print('source absent')\n"
-                f"with LabSession({DELAYED!r}, results='results/edition.sqlite',"
-                " calibrate=False) as lab:\n"
-                "    ping = probes.ping(lab, 'h1', 'h2', count=3, interval_s=0.2)\n"
-                "print('min', ping.summary.min_ms)\n")
+                + delayed_ping_code(DELAYED, "results/edition.sqlite")
+                + "print('min', ping.summary.min_ms)\n")
         reply, printed = execute(ws, code, 300)
         assert reply is not None and reply["content"]["status"] == "ok", printed[-1500:]
     finally:

@@ -26,7 +26,7 @@ from typing import Iterator, Tuple
 import pytest
 import websocket
 from hub_machine import DOCKER, ROOT, DockerDaemon, docker, free_port
-from kernel_channel import ask, channels, execute, start_kernel, stop_kernel
+from kernel_channel import ask, channels, delayed_ping_code, execute, start_kernel, stop_kernel
 
 from labtools.model import expect
 from labtools.model.catalog import load_topology
@@ -169,12 +169,9 @@ def test_a_notebook_kernel_runs_a_delayed_lab_and_saves_it(lab):
                                   f"{server_log(port)}")
         (OUT / "lab-container-kernel.txt").write_text(
             f"mode {mode}; kernel answered after {time.monotonic() - began:.1f} s\n")
-        code = ("import os\nfrom labtools import settings\nfrom labtools.lab import probes\n"
-                "from labtools.lab.session import LabSession\n"
-                f"with LabSession({DELAYED!r}, results='results/delayed.sqlite',"
-                " calibrate=False) as lab:\n"
-                "    ping = probes.ping(lab, 'h1', 'h2', count=3, interval_s=0.2)\n"
-                "print('in-vm', settings.current().in_vm, 'min', ping.summary.min_ms)\n")
+        code = ("from labtools import settings\n"
+                + delayed_ping_code(DELAYED, "results/delayed.sqlite")
+                + "print('in-vm', settings.current().in_vm, 'min', ping.summary.min_ms)\n")
         reply, printed = execute(ws, code, 300)
         assert reply is not None and reply["content"]["status"] == "ok", printed[-1500:]
     finally:
