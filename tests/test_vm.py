@@ -20,6 +20,12 @@ from labtools.system import vm
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def vm_cache_dirs():
+    from labtools.system import vm_cache
+
+    return vm_cache.cached_shares(vm_cache.python_dirs(), ())
+
+
 def spec(tmp_path: Path, **changes) -> vm.VMSpec:
     base = dict(command=("python", "-c", "print('a b')"),
                 kernel=Path("/boot/vmlinuz-6.1.0-56-amd64"), vng="/venv/bin/vng", cwd=Path("/work/lab"), rwdirs=(Path("/work/lab"),),
@@ -48,6 +54,35 @@ def test_vng_args_kvm_and_forwarded_port_on_loopback_only(tmp_path):
     assert len(opts) == 1
     assert "hostfwd=tcp:127.0.0.1:18888-10.0.2.15:8888" in opts[0]
     assert "restrict=on" in opts[0] and "0.0.0.0" not in opts[0]
+
+
+def test_the_kits_python_is_read_through_cached_shares(tmp_path):
+    """Each cached folder is a 9p device of its own, mounted over the same path with
+    ``cache=loose`` before the command runs; writable only inside a folder the guest may
+    write; a path QEMU's options cannot carry stays uncached."""
+    shares = spec(tmp_path, cached=(Path("/work/lab/.venv"), Path("/usr/lib/python3.11"),
+                                    Path("/odd,path")))
+    opts = [a for a in vm.build_vng_args(shares) if a.startswith("--qemu-opts=")]
+    assert len(opts) == 1
+    assert ("-fsdev local,id=labtools-cache0,path=/work/lab/.venv,security_model=none,"
+            "multidevs=remap -device virtio-9p-pci,fsdev=labtools-cache0,"
+            "mount_tag=labtools-cache0") in opts[0]
+    assert "path=/usr/lib/python3.11,security_model=none,multidevs=remap,readonly=on" in opts[0]
+    assert "odd" not in opts[0] and "labtools-cache2" not in opts[0]
+    text = vm.guest_script(shares)
+    venv = text.index("-o rw,trans=virtio,version=9p2000.L,msize=524288,access=any,"
+                      "cache=loose labtools-cache0 /work/lab/.venv")
+    assert "-o ro,trans=virtio" in text and "labtools-cache1 /usr/lib/python3.11" in text
+    assert venv < text.index("python -c")
+    assert "read uncached" in text  # a share that does not mount is a note, not a failure
+
+
+def test_the_cached_folders_are_the_running_pythons():
+    from labtools.system import vm_cache
+
+    dirs = vm_cache.python_dirs()
+    assert dirs and dirs[0] == Path(sys.prefix).resolve()
+    assert not [d for d in dirs if any(o != d and o in d.parents for o in dirs)]
 
 
 def test_guest_script_environment_and_command(tmp_path):
@@ -192,6 +227,7 @@ def test_real_vm_boot_runs_netem_and_returns_the_status(tmp_path):
     if caps.vm_runner_missing():
         pytest.skip(f"VM runner not ready: {caps.vm_runner_missing()}")
     guest = ("cat /proc/version; tc qdisc add dev lo root netem delay 1ms && echo netem-added; "
+             "echo cached-shares=$(grep -c '^labtools-cache.* 9p .*loose' /proc/mounts); "
              "iperf3 -s -1 -D; echo receiver-lines=$(iperf3 -c 127.0.0.1 -t 1 | grep -c receiver); "
              f"uname -r > {tmp_path}/release; exit 5")
     # the host's /tmp shared too (as `labtools run --results /tmp/x.sqlite` does): iperf3
@@ -203,6 +239,7 @@ def test_real_vm_boot_runs_netem_and_returns_the_status(tmp_path):
     assert proc.returncode == 5, proc.stderr
     assert "Linux version" in proc.stdout and "netem-added" in proc.stdout
     assert "receiver-lines=1" in proc.stdout, proc.stdout + proc.stderr
+    assert f"cached-shares={len(vm_cache_dirs())}" in proc.stdout, proc.stdout + proc.stderr
     release = caps.find_vm_kernel().name[len("vmlinuz-"):]
     assert (tmp_path / "release").read_text().strip() == release
     assert "labtools vm: booting" in proc.stderr

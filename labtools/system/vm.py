@@ -34,7 +34,7 @@ from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple, Uni
 from labtools import settings
 from labtools.errors import InputError, VMError
 from labtools.paths import checkout_root
-from labtools.system import vm_leftovers
+from labtools.system import vm_cache, vm_leftovers
 from labtools.system.toolenv import tools_env, venv_bin_dir
 from labtools.system.vm_leftovers import VM_MARK, VM_OWNER_FILE
 
@@ -93,6 +93,7 @@ class VMSpec:
         modules: kernel modules to load before the command.
         env: (name, value) pairs exported in the guest.
         path_dirs: folders put in front of the guest's PATH (the venv's scripts).
+        cached: folders the guest reads through cached shares (:mod:`vm_cache`).
     """
 
     command: Tuple[str, ...]
@@ -109,6 +110,7 @@ class VMSpec:
     modules: Tuple[str, ...] = DEFAULT_MODULES
     env: Tuple[Tuple[str, str], ...] = ()
     path_dirs: Tuple[str, ...] = ()
+    cached: Tuple[Path, ...] = ()
 
 
 def project_root() -> Optional[Path]:
@@ -172,6 +174,8 @@ def guest_script(spec: VMSpec) -> str:
     path = ":".join([*spec.path_dirs, GUEST_PATH_TAIL])
     lines = [
         "# run by labtools vm inside the guest",
+        "# the kit's Python through cached shares: a process reads what an earlier one read",
+        *vm_cache.guest_lines(_shares(spec)),
         f"export {settings.IN_VM}=1",
         f"export {settings.VM_MODE}={'kvm' if spec.kvm else 'tcg'}",
         "export PYTHONUNBUFFERED=1  # stream output as it comes",
@@ -206,6 +210,10 @@ def guest_script(spec: VMSpec) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _shares(spec: VMSpec) -> Tuple[vm_cache.CachedShare, ...]:
+    return vm_cache.cached_shares(spec.cached, (*spec.rwdirs, spec.state_dir))
+
+
 def build_vng_args(spec: VMSpec) -> List[str]:
     """The ``vng`` argument list that boots the VM and runs the guest script.
 
@@ -223,8 +231,10 @@ def build_vng_args(spec: VMSpec) -> List[str]:
     for arg in spec.kernel_args:
         args += ["--append", arg]
     args += ["--cwd", str(spec.cwd)]
-    if spec.forward_ports:
-        args.append(f"--qemu-opts={qemu_net_opts(spec.forward_ports)}")
+    qemu = [qemu_net_opts(spec.forward_ports)] if spec.forward_ports else []
+    qemu += [vm_cache.qemu_opts(_shares(spec))] if _shares(spec) else []
+    if qemu:
+        args.append(f"--qemu-opts={' '.join(qemu)}")
     args += ["--exec", f"sh {shlex.quote(str(spec.state_dir / SCRIPT_FILE))}"]
     return args
 
@@ -356,6 +366,7 @@ def make_spec(command: Sequence[str], state_dir: Path, *, cwd: Optional[Path] = 
         cpus=n_cpus, kernel_args=IDLE_POLL_KERNEL_ARGS if idle_poll else (),
         kvm=kvm, forward_ports=tuple(forward_ports),
         env=tuple({**passed, **dict(env)}.items()), path_dirs=(str(venv_bin_dir()),),
+        cached=vm_cache.python_dirs(),
     )
     validate_spec(spec)
     return spec
