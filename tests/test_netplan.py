@@ -31,13 +31,16 @@ class _FakeIntf:
     Link("r1", "r2", bw_mbps=20, delay_ms=0.25, loss_pct=1.5),
     Link("r1", "r2", delay_ms=5),
     Link("r1", "r2", bw_mbps=7.5),
+    Link("r1", "r2", bw_mbps=12, delay_ms=5, queue_pkts=30, htb=False),
+    Link("r1", "r2", delay_ms=5, htb=False),
 ])
 def test_the_shaping_is_mininets_tclink(link):
     from mininet.link import TCIntf
 
     params = mininet_link_params(link)
     intf = _FakeIntf("r1-eth1")
-    bw_cmds, parent = TCIntf.bwCmds(intf, bw=params.get("bw"))
+    bw_cmds, parent = TCIntf.bwCmds(intf, bw=params.get("bw"),
+                                    use_tbf=params.get("use_tbf", False))
     delay_cmds, _ = TCIntf.delayCmds(parent, delay=params.get("delay"), loss=params.get("loss"),
                                      max_queue_size=params.get("max_queue_size"))
     mininet = [" ".join((cmd % ("tc", "r1-eth1")).split()[1:]) for cmd in bw_cmds + delay_cmds]
@@ -68,14 +71,19 @@ def _ip(*args):
 
 
 @pytest.mark.root
-def test_a_batched_network_runs_and_leaves_nothing(tmp_path):
+@pytest.mark.parametrize("htb, qdisc", [(True, "qdisc htb 5: root"), (False, "qdisc tbf 5: root")])
+def test_a_batched_network_runs_and_leaves_nothing(tmp_path, htb, qdisc):
     """A dumbbell without delay (this kernel has no netem): real namespaces, veths, bridges
-    and HTB, built from the plan; traffic crosses it; stopping removes everything."""
+    and HTB (or TBF, ``htb=False``), built from the plan; traffic crosses it; stopping
+    removes everything."""
+    from dataclasses import replace
+
     from labtools.lab.network import MininetBackend
     from labtools.system.cleanup import find_leftovers
 
     before = find_leftovers().count()
     topo = load_topology("dumbbell,pairs=2,bw_mbps=20,delay_ms=0,queue_pkts=none")
+    topo = replace(topo, links=tuple(replace(lk, htb=htb) for lk in topo.links))
     backend = MininetBackend(topo, "lxbr")
     backend.start()
     try:
@@ -84,7 +92,7 @@ def test_a_batched_network_runs_and_leaves_nothing(tmp_path):
         ipv6 = backend.popen("a1", ["cat", "/proc/sys/net/ipv6/conf/all/disable_ipv6"])
         assert ipv6.communicate()[0].strip() == "1"  # the node's own, set by its script
         qdiscs = backend.run_beside_switches(["tc", "qdisc", "show", "dev", "s1-eth1"])
-        assert "qdisc htb 5: root" in qdiscs
+        assert qdisc in qdiscs, qdiscs
         assert "s1" in backend.run_beside_switches(["ip", "-br", "link", "show", "type", "bridge"])
         assert "s1" not in _ip("-br", "link", "show", "type", "bridge")  # the lab's sandbox's
     finally:
@@ -110,3 +118,24 @@ def test_a_long_batch_gets_time_for_each_line(monkeypatch):
     monkeypatch.setattr(network, "ROOT_S_PER_LINE", 0.25)
     out = network._run(["sh", "-c", "sleep 1; wc -l"], "x\n" * 40)
     assert out.strip() == "40"
+
+
+def test_mininets_own_path_gets_tbf_when_the_link_says_so():
+    """The Mininet path (``addLink`` with TCLink) passes TCIntf the keyword it takes for
+    TBF, and TCIntf's own builder then writes a TBF qdisc; HTB otherwise."""
+    from dataclasses import replace
+
+    from mininet.link import TCIntf, TCLink
+
+    from labtools.lab.network import link_options
+    from labtools.model.routing import compute_routing
+
+    topo = load_topology("dumbbell,pairs=1,bw_mbps=20,delay_ms=0,queue_pkts=none")
+    for htb, word in ((True, " htb "), (False, " tbf ")):
+        part = replace(topo, links=tuple(replace(lk, htb=htb) for lk in topo.links))
+        shaped = next(i for i, lk in enumerate(part.links) if lk.bw_mbps)
+        opts = link_options(part, compute_routing(part), shaped)
+        assert opts["cls"] is TCLink and opts.get("use_tbf", False) is not htb
+        cmds, _ = TCIntf.bwCmds(_FakeIntf("r1-eth1"), bw=opts["bw"],
+                                use_tbf=opts.get("use_tbf", False))
+        assert word in cmds[0], cmds

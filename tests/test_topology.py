@@ -45,7 +45,10 @@ def test_parameters_like_mn_topo():
 def test_mininet_params_are_converted_in_one_place():
     link = Link("r1", "r2", bw_mbps=40, delay_ms=10, loss_pct=1.5, queue_pkts=67, htb=True)
     assert mininet_link_params(link) == {
-        "bw": 40, "delay": "10ms", "loss": 1.5, "max_queue_size": 67, "use_htb": True}
+        "bw": 40, "delay": "10ms", "loss": 1.5, "max_queue_size": 67}
+    # TBF is TCIntf's use_tbf (it takes no use_htb: HTB is its default); only with a rate
+    assert mininet_link_params(Link("a", "b", bw_mbps=5, htb=False)) == {"bw": 5, "use_tbf": True}
+    assert mininet_link_params(Link("a", "b", delay_ms=5, htb=False)) == {"delay": "5ms"}
     assert mininet_link_params(Link("a", "b")) == {}
     # tc keeps whole microseconds: fractions of a millisecond are given in us
     assert mininet_link_params(Link("a", "b", delay_ms=0.5))["delay"] == "500us"
@@ -89,6 +92,11 @@ def test_a_mininet_file_keeps_a_queue_of_zero_and_an_unshaped_zero_rate():
     with pytest.raises(TopologyError, match="queue_pkts=0"):
         from_mininet_topo(FakeTopo({"max_queue_size": 0}), "q0")
     assert from_mininet_topo(FakeTopo({"bw": 0}), "bw0").links[0].bw_mbps is None
+    # TBF as Mininet's TCIntf takes it; use_htb (older scripts) changes nothing, as in Mininet
+    assert from_mininet_topo(FakeTopo({"bw": 5, "use_tbf": True}), "t").links[0].htb is False
+    assert from_mininet_topo(FakeTopo({"bw": 5, "use_htb": False}), "t").links[0].htb is True
+    with pytest.raises(TopologyError, match="use_tbf='yes' must be True or False"):
+        from_mininet_topo(FakeTopo({"bw": 5, "use_tbf": "yes"}), "t")
 
 
 def _topo(links, nodes=None):

@@ -198,7 +198,7 @@ BODIES = [
     "    def links(self, sort=False, withInfo=False):\n        return [('h1', 'h2', INFO)]\n"
     "topos = {'t': T}",
 ]
-INFOS = st.dictionaries(st.sampled_from(["bw", "delay", "loss", "max_queue_size", "use_htb",
+INFOS = st.dictionaries(st.sampled_from(["bw", "delay", "loss", "max_queue_size", "use_htb", "use_tbf",
                                          "params1", "name"]),
                         NUMBERS | JUNK | st.sampled_from(["10ms", "5 msec", "1e3us", "0.1s", "x"]),
                         max_size=4)

@@ -33,6 +33,9 @@ from labtools.model.expect import HTB_BURST_BYTES
 from labtools.model.routing import compute_routing
 from labtools.model.topology import ROUTER, SWITCH, Link, Topology, mininet_link_params
 
+#: the bucket of Mininet's TBF shaping (``TCIntf.bwCmds`` with ``use_tbf``), bytes
+TBF_BURST_BYTES = 15000
+
 
 @dataclass
 class NodePlan:
@@ -95,7 +98,12 @@ def tc_lines(link: Link, dev: str) -> List[str]:
     """Mininet's ``TCIntf`` commands for one end of ``link`` (without the ``tc`` word)."""
     params = mininet_link_params(link)
     lines, parent = [], "root"
-    if "bw" in params:
+    if "bw" in params and params.get("use_tbf"):
+        latency_ms = TBF_BURST_BYTES * 8 / 1000 / params["bw"]  # TCIntf's: 15.0 * 8 / bw
+        lines += [f"qdisc add dev {dev} root handle 5: tbf rate {params['bw']:f}Mbit "
+                  f"burst {TBF_BURST_BYTES} latency {latency_ms:f}ms"]
+        parent = "parent 5:1"
+    elif "bw" in params:
         lines += [f"qdisc add dev {dev} root handle 5:0 htb default 1",
                   f"class add dev {dev} parent 5:0 classid 5:1 htb rate {params['bw']:f}Mbit "
                   f"burst {HTB_BURST_BYTES // 1024}k"]

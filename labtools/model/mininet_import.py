@@ -3,7 +3,8 @@
 Duck-typed: this module calls the Topo's own methods (``nodes``, ``isSwitch``,
 ``nodeInfo``, ``links``) and never imports Mininet itself. Mininet's link options become
 the kit's fields: ``bw`` (Mbit/s), ``delay`` (``'10ms'``, ``'500us'``, ``'0.1s'``),
-``loss`` (%), ``max_queue_size`` (packets), ``use_htb``.
+``loss`` (%), ``max_queue_size`` (packets), ``use_tbf`` (TBF rather than HTB; ``use_htb``,
+which older scripts pass and Mininet 2.3 ignores, is accepted and changes nothing).
 """
 
 from __future__ import annotations
@@ -129,9 +130,10 @@ def from_mininet_topo(topo: Any, name: str) -> Topology:
                 addrs[end] = given
             seen_first.add(end)
         bw = _number(info, "bw", where)  # Mininet leaves a link with bw=0 (or none) unshaped
-        htb = info.get("use_htb", True)
-        if not isinstance(htb, bool):
-            raise TopologyError(f"{where}: use_htb={show(htb)} must be True or False")
+        for key in ("use_tbf", "use_htb"):  # Mininet 2.3 takes use_tbf and ignores use_htb
+            if not isinstance(info.get(key, False), bool):
+                raise TopologyError(f"{where}: {key}={show(info[key])} must be True or False")
+        htb = not info.get("use_tbf", False)
         links.append(Link(
             src, dst,
             bw_mbps=bw if bw else None,

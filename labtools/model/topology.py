@@ -63,7 +63,8 @@ class Link:
         delay_ms: one-way delay in ms, applied in each direction.
         loss_pct: random loss in percent (0..100), applied in each direction.
         queue_pkts: queue limit in packets; ``None`` for the default.
-        htb: shape with HTB (Mininet's ``use_htb``) rather than TBF.
+        htb: shape the rate with HTB (Mininet's default) rather than TBF (``False``:
+            Mininet's ``use_tbf=True``; a link without a rate has neither).
         name: a label such as ``L1``; defaults to ``a-b``.
         addrs: interface addresses, ``{node: "10.0.1.1/24"}``; missing ones are assigned.
     """
@@ -295,7 +296,11 @@ def mininet_link_params(link: Link) -> Dict[str, Any]:
     """The one place where the kit's units become Mininet's ``TCLink`` keywords.
 
     >>> mininet_link_params(Link("r1", "r2", bw_mbps=40, delay_ms=10, queue_pkts=67))
-    {'bw': 40, 'delay': '10ms', 'max_queue_size': 67, 'use_htb': True}
+    {'bw': 40, 'delay': '10ms', 'max_queue_size': 67}
+    >>> mininet_link_params(Link("r1", "r2", bw_mbps=40, htb=False))
+    {'bw': 40, 'use_tbf': True}
+
+    HTB is what ``TCIntf`` uses unless told otherwise; ``use_tbf`` is its keyword for TBF.
     """
     params: Dict[str, Any] = {}
     if link.bw_mbps is not None:
@@ -307,6 +312,6 @@ def mininet_link_params(link: Link) -> Dict[str, Any]:
         params["loss"] = link.loss_pct
     if link.queue_pkts is not None:
         params["max_queue_size"] = link.queue_pkts
-    if params:
-        params["use_htb"] = link.htb
+    if "bw" in params and not link.htb:
+        params["use_tbf"] = True
     return params
