@@ -38,9 +38,10 @@ VM_MEMORY = "6G"  # 1000 hosts, each a shell in its own namespace
 
 
 def needs_vm() -> bool:
-    from labtools.system.capabilities import native_network_ok
+    """Whether the course's labs (delays) need the lab VM here (LabSession's question)."""
+    from labtools.lab.placement import runs_natively
 
-    return not native_network_ok()
+    return not runs_natively()
 
 
 def in_lab_vm(argv: List[str], timeout_s: int = 7200) -> None:

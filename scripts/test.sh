@@ -137,7 +137,7 @@ stage_start "real-network tests and the solution notebooks, executed on real net
 network_files=(tests/test_network.py tests/test_network_queues.py tests/test_network_cleanup.py
                tests/test_notebooks.py tests/test_widgets.py)
 export LABTOOLS_QUICK=1
-if $py -c 'import sys; from labtools.system.capabilities import native_network_ok; sys.exit(0 if native_network_ok() else 1)'; then
+if $py -c 'import sys; from labtools.lab.placement import runs_natively; sys.exit(0 if runs_natively() else 1)'; then
     echo "this kernel can emulate links: running them natively"
     $py -m pytest -q --durations=0 -m network --junitxml=results/junit/5-network.xml \
         "${network_files[@]}" "$@"

@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List
 
-from labtools import settings
 from labtools.commands import options
 
 CASES = ("udp", "link", "path", "mux", "parallel", "all")
@@ -46,10 +45,10 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the case(s) here, or in the VM when this kernel cannot."""
     from labtools.lab.cases import CASE_NAMES
+    from labtools.lab.placement import runs_natively
     from labtools.model.cases import derive_plan
     from labtools.model.catalog import load_cases, load_topology
     from labtools.results.store import ResultStore
-    from labtools.system.capabilities import native_network_ok
     from labtools.system.vm import run_in_vm
     from labtools.tools.args import check_duration, check_rate
 
@@ -60,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     plan = derive_plan(topo, load_cases(args.topology))
     plan.require_pairs(topo)
     args.results = str(ResultStore(args.results).path)  # a store that cannot open fails here, first
-    if not settings.current().in_vm and not native_network_ok():
+    if not runs_natively(topo, args.switch):  # LabSession's own question
         results_dir = Path(args.results).resolve().parent
         return run_in_vm([sys.executable, "-m", "labtools.cli", *args.argv],
                          rwdirs=[results_dir])

@@ -32,7 +32,7 @@ from labtools.errors import EnvironmentProblem, InputError
 from labtools.lab.nodes import NodeShell
 from labtools.lab.sandbox import Sandbox
 from labtools.model.routing import Routing, compute_routing
-from labtools.model.topology import ROUTER, SWITCH, Topology, mininet_link_params
+from labtools.model.topology import ROUTER, SWITCH, Topology, mininet_link_params, needs_netem
 
 #: node shells started at once (each mostly waits for its process to come up)
 SHELLS_AT_ONCE = 8
@@ -170,8 +170,7 @@ class MininetBackend:
     def needs_netem(self) -> bool:
         """True when a link of the network (of the networks beside it too) has a delay,
         a loss rate or a queue limit: the kernel's ``sch_netem`` shapes those."""
-        return any(link.delay_ms > 0 or link.loss_pct > 0 or link.queue_pkts is not None
-                   for part in self._parts() for link in part.links)
+        return any(needs_netem(part) for part in self._parts())
 
     def start(self) -> None:
         """Build and start the network (links shaped, routes installed, bridges up).

@@ -20,7 +20,6 @@ results file instead of a network.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 import uuid
@@ -60,7 +59,7 @@ from labtools.lab.processes import (
     wait_output,
 )
 from labtools.model.calibration import CalibrationNetwork
-from labtools.model.topology import Topology
+from labtools.model.topology import Topology, needs_netem
 from labtools.results.ownership import own_student
 from labtools.results.records import RunRecord, utc_now
 
@@ -318,22 +317,15 @@ def _calibration_delays(topo: Topology) -> bool:
     kernel without netem (a container, a course server) calibrates without a delay."""
     from labtools.system.capabilities import kernel_has_netem
 
-    needs = any(link.delay_ms > 0 or link.loss_pct > 0 or link.queue_pkts is not None
-                for link in topo.links)
-    return needs or kernel_has_netem()[0]
+    return needs_netem(topo) or kernel_has_netem()[0]
 
 
 def _require_capable_kernel(backend: "MininetBackend") -> None:
     """Refuse, before anything starts, a lab this machine cannot run: Open vSwitch
-    without root, or links with a delay, a loss rate or a queue limit without netem."""
-    from labtools.lab.network import OVS_NEEDS_ROOT
-    from labtools.system.capabilities import kernel_has_netem
+    without root, or links with a delay, a loss rate or a queue limit without netem
+    (:mod:`.placement` decides it for every entry point)."""
+    from labtools.lab.placement import kernel_problem
 
-    if backend.switch != "lxbr" and os.geteuid() != 0:
-        raise EnvironmentProblem(OVS_NEEDS_ROOT)
-    if backend.needs_netem:
-        ok, detail = kernel_has_netem()
-        if not ok:
-            raise EnvironmentProblem(
-                f"this lab's links need netem (delay, loss or a queue limit) and {detail}: "
-                "run inside the lab VM, e.g. `labtools vm -- labtools run portfolio link`")
+    problem = kernel_problem(backend.needs_netem, backend.switch)
+    if problem is not None:
+        raise EnvironmentProblem(problem)

@@ -24,7 +24,7 @@ from labtools.model import limits
 from labtools.model.limits import TC_MIN_DELAY_MS, TCLINK_MAX_MBPS, name_of, show
 
 __all__ = ["HOST", "ROUTER", "SWITCH", "NODE_KINDS", "Node", "Link", "Topology", "validate",
-           "mininet_link_params", "TCLINK_MAX_MBPS", "TC_MIN_DELAY_MS"]
+           "mininet_link_params", "needs_netem", "TCLINK_MAX_MBPS", "TC_MIN_DELAY_MS"]
 
 HOST, ROUTER, SWITCH = "host", "router", "switch"
 NODE_KINDS = (HOST, ROUTER, SWITCH)
@@ -290,6 +290,13 @@ def _validate_addresses(topo: Topology) -> None:
 
 def _type_name(value: Any) -> str:
     return type(value).__name__
+
+
+def needs_netem(topo: Topology) -> bool:
+    """Whether a link of ``topo`` has a delay, a loss rate or a queue limit: the kernel's
+    netem applies those (a rate alone is HTB or TBF, which every kernel here has)."""
+    return any(link.delay_ms > 0 or link.loss_pct > 0 or link.queue_pkts is not None
+               for link in topo.links)
 
 
 def mininet_link_params(link: Link) -> Dict[str, Any]:
