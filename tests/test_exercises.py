@@ -1,6 +1,7 @@
 """Compute it first: answers are graded against the kit's calculator, and common mistakes
 get their own explanation. Expected values come from labtools.model.expect / labtools.model.fairness;
-the only literal numbers are the reference topology's link parameters (the BRIEF's physics)."""
+the only literal numbers are the reference topology's link parameters (as
+topologies/portfolio.py states them, with docs/reference.md's physics)."""
 
 from __future__ import annotations
 
@@ -55,8 +56,8 @@ def test_tolerance_is_half_a_percent(topo):
     assert not check("rtt_ms", want * (1 + 2 * REL_TOL), topo, src="h1", dst="h9").correct
 
 
-def test_brief_numbers(topo):
-    # The BRIEF's physics: RTT = 2 x one-way delays, the slowest link sets the rate.
+def test_the_reference_networks_numbers(topo):
+    # docs/reference.md's physics: RTT = 2 x one-way delays, the slowest link sets the rate.
     assert check("rtt_ms", 60, topo, src="h1", dst="h4").correct
     assert check("rtt_ms", 80, topo, src="h1", dst="h9").correct
     assert check("bottleneck_mbps", 20, topo, src="h7", dst="h9").correct

@@ -1,4 +1,4 @@
-"""Expected values on the reference topology: the numbers of the BRIEF."""
+"""Expected values on the reference topology: the numbers docs/reference.md gives for it."""
 
 from __future__ import annotations
 

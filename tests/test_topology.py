@@ -12,7 +12,7 @@ from labtools.model.catalog import available, from_dict, load_topology, split_sp
 from labtools.model.topology import HOST, ROUTER, SWITCH, Link, Node, Topology, mininet_link_params
 
 
-def test_portfolio_matches_the_brief(portfolio):
+def test_portfolio_is_the_reference_network_its_docstring_draws(portfolio):
     assert len(portfolio.hosts) == 9 and len(portfolio.routers) == 4
     assert len(portfolio.switches) == 2
     l1, l2, l3 = (portfolio.link(n) for n in ("L1", "L2", "L3"))
