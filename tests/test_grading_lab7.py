@@ -21,7 +21,7 @@ from typing import Dict
 import nbformat
 import pytest
 
-from labtools.teach import notebooks
+from labtools.teach import notebook_files as notebooks
 
 pytestmark = pytest.mark.grading
 

@@ -22,7 +22,7 @@ from labtools.commands import doctor_cmd
 from labtools.errors import InputError
 from labtools.system import capabilities as caps
 from labtools.system import doctor
-from labtools.teach import notebooks
+from labtools.teach import notebook_files as notebooks
 from tests.conftest import ROOT, run_cli
 from tests.test_class_report import RECORDED, make_class
 

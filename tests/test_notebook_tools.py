@@ -8,7 +8,7 @@ import nbformat
 import pytest
 
 from labtools.errors import EnvironmentProblem
-from labtools.teach import notebooks
+from labtools.teach import notebook_files as notebooks
 
 
 def _solution():
@@ -344,7 +344,7 @@ def test_the_lab_launchers_take_a_students_or_an_instructors_mode(script, tmp_pa
 def test_a_course_gives_each_graded_cell_more_than_nbgraders_30_s():
     """Lab 7's hidden cross-tests took over 30 s on a busy machine (a CI run lost their
     points): the kit's course configuration, and the hub's, give each cell more."""
-    from labtools.teach.notebooks import GRADING_CELL_TIMEOUT_S, course_config
+    from labtools.teach.notebook_files import GRADING_CELL_TIMEOUT_S, course_config
 
     config: dict = {}
     exec(course_config("netlab"), {"get_config": lambda: _Config(config)})

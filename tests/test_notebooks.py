@@ -23,7 +23,7 @@ from typing import Any, Dict, List
 import nbformat
 import pytest
 
-from labtools.teach import notebooks
+from labtools.teach import notebook_files as notebooks
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"

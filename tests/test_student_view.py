@@ -169,7 +169,7 @@ def test_a_generated_notebook_opens_unchanged(tmp_path):
     from ipykernel.ipkernel import IPythonKernel
     from ipykernel.kernelspec import get_kernel_dict
 
-    from labtools.teach import notebooks
+    from labtools.teach import notebook_files as notebooks
 
     solution = nbformat.v4.new_notebook()
     solution.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",

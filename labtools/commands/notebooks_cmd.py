@@ -47,7 +47,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Do the action; 0 when all is well."""
-    from labtools.teach import notebooks
+    from labtools.teach import notebook_files as notebooks
 
     if args.action == "workspace":
         return _workspace(args)
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
 def _execute(args: argparse.Namespace) -> int:
     from labtools.lab.placement import runs_natively
     from labtools.system.vm import run_in_vm
-    from labtools.teach import notebooks
+    from labtools.teach import notebook_files as notebooks
 
     files = [Path(f) for f in args.files] or [
         args.solutions / n for n in notebooks.notebook_names(args.solutions)]
@@ -92,7 +92,7 @@ def _execute(args: argparse.Namespace) -> int:
 
 
 def _workspace(args: argparse.Namespace) -> int:
-    from labtools.teach import notebooks
+    from labtools.teach import notebook_files as notebooks
 
     if args.timeout is not None or len(args.files) > 1:
         raise InputError("workspace takes one folder and no --timeout")

@@ -7,7 +7,7 @@ import os
 
 c = get_config()  # noqa: F821 - nbgrader's config loader provides it
 # seconds per cell while autograding (nbgrader's 30 is short for lab 7's hidden cross-tests
-# on a busy server); the same as labtools.teach.notebooks.GRADING_CELL_TIMEOUT_S
+# on a busy server); the same as labtools.teach.notebook_files.GRADING_CELL_TIMEOUT_S
 c.Execute.timeout = 300
 c.Exchange.root = os.environ.get("NBGRADER_EXCHANGE", "/srv/nbgrader/exchange")
 if os.environ.get("LABTOOLS_COURSE"):
