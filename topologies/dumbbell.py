@@ -30,6 +30,7 @@ except ImportError:  # plain `mn --custom` outside the kit's venv: use this chec
     sys.path.insert(0, str(_here.resolve().parent.parent))
 
 from labtools.errors import TopologyError
+from labtools.lab.mn_custom import mininet_topos
 from labtools.model.topology import HOST, SWITCH, Link, Node, Topology
 from labtools.model.variants import around, draw_links
 
@@ -54,11 +55,5 @@ def topology(bw_mbps: float = 10, delay_ms: float = 10, pairs: int = 2,
     return Topology("dumbbell", tuple(nodes), drawn, {**params, "variant": str(variant)})
 
 
-def _mininet_topo(*args: object, switch: str = "lxbr", **kwargs: object) -> object:
-    """The Mininet Topo (``switch=ovs`` for Open vSwitch bridges)."""
-    from labtools.lab.network import to_mininet_topo
-
-    return to_mininet_topo(topology(*args, **kwargs), switch=switch)  # type: ignore[arg-type]
-
-
-topos = {"dumbbell": _mininet_topo}
+#: for `mn --custom topologies/dumbbell.py --topo dumbbell`
+topos = mininet_topos("dumbbell", topology)

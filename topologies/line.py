@@ -25,6 +25,7 @@ except ImportError:  # plain `mn --custom` outside the kit's venv: use this chec
     sys.path.insert(0, str(_here.resolve().parent.parent))
 
 from labtools.errors import TopologyError
+from labtools.lab.mn_custom import mininet_topos
 from labtools.model.topology import HOST, ROUTER, Link, Node, Topology
 from labtools.model.variants import around, draw_links
 
@@ -50,11 +51,5 @@ def topology(n: int = 7, bw_mbps: float = 10, delay_ms: float = 1,
     return Topology("line", tuple(nodes), drawn, {**params, "variant": str(variant)})
 
 
-def _mininet_topo(*args: object, switch: str = "lxbr", **kwargs: object) -> object:
-    """The Mininet Topo (``switch=ovs`` for Open vSwitch bridges)."""
-    from labtools.lab.network import to_mininet_topo
-
-    return to_mininet_topo(topology(*args, **kwargs), switch=switch)  # type: ignore[arg-type]
-
-
-topos = {"line": _mininet_topo}
+#: for `mn --custom topologies/line.py --topo line`
+topos = mininet_topos("line", topology)

@@ -30,6 +30,7 @@ except ImportError:  # plain `mn --custom` outside the kit's venv: use this chec
     _here = Path(inspect.currentframe().f_code.co_filename)  # type: ignore[union-attr]
     sys.path.insert(0, str(_here.resolve().parent.parent))
 
+from labtools.lab.mn_custom import mininet_topos
 from labtools.model.topology import HOST, ROUTER, SWITCH, Link, Node, Topology
 from labtools.model.variants import LinkRange, draw_links
 
@@ -85,15 +86,8 @@ def topology(variant: object = None) -> Topology:
     return Topology("portfolio", tuple(nodes), drawn, {"variant": str(variant)})
 
 
-def _mininet_topo(*args: object, switch: str = "lxbr", **kwargs: object) -> object:
-    """The Mininet Topo (``switch=ovs`` for Open vSwitch bridges)."""
-    from labtools.lab.network import to_mininet_topo
-
-    return to_mininet_topo(topology(*args, **kwargs), switch=switch)  # type: ignore[arg-type]
-
-
 #: for `mn --custom topologies/portfolio.py --topo portfolio`
-topos = {"portfolio": _mininet_topo}
+topos = mininet_topos("portfolio", topology)
 
 #: the pairs and flow sets of the assignment's five test cases (`labtools run portfolio CASE`)
 CASES = {

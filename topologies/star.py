@@ -27,6 +27,7 @@ except ImportError:  # plain `mn --custom` outside the kit's venv: use this chec
     sys.path.insert(0, str(_here.resolve().parent.parent))
 
 from labtools.errors import TopologyError
+from labtools.lab.mn_custom import mininet_topos
 from labtools.model.topology import HOST, SWITCH, Link, Node, Topology
 
 MAX_HOSTS = 1000
@@ -48,11 +49,5 @@ def topology(hosts: int = 10, bw_mbps: Optional[float] = None, delay_ms: float =
                     {"hosts": hosts, "bw_mbps": bw_mbps, "delay_ms": delay_ms})
 
 
-def _mininet_topo(*args: object, switch: str = "lxbr", **kwargs: object) -> object:
-    """The Mininet Topo (``switch=ovs`` for Open vSwitch bridges)."""
-    from labtools.lab.network import to_mininet_topo
-
-    return to_mininet_topo(topology(*args, **kwargs), switch=switch)  # type: ignore[arg-type]
-
-
-topos = {"star": _mininet_topo}
+#: for `mn --custom topologies/star.py --topo star`
+topos = mininet_topos("star", topology)

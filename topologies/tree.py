@@ -24,6 +24,7 @@ except ImportError:  # plain `mn --custom` outside the kit's venv: use this chec
     sys.path.insert(0, str(_here.resolve().parent.parent))
 
 from labtools.errors import TopologyError
+from labtools.lab.mn_custom import mininet_topos
 from labtools.model.topology import HOST, SWITCH, Link, Node, Topology
 
 MAX_HOSTS = 1000
@@ -64,11 +65,5 @@ def topology(hosts: int = 16, fanout: int = 4, bw_mbps: Optional[float] = None,
                     {"hosts": hosts, "fanout": fanout, "bw_mbps": bw_mbps, "delay_ms": delay_ms})
 
 
-def _mininet_topo(*args: object, switch: str = "lxbr", **kwargs: object) -> object:
-    """The Mininet Topo (``switch=ovs`` for Open vSwitch bridges)."""
-    from labtools.lab.network import to_mininet_topo
-
-    return to_mininet_topo(topology(*args, **kwargs), switch=switch)  # type: ignore[arg-type]
-
-
-topos = {"tree": _mininet_topo}
+#: for `mn --custom topologies/tree.py --topo tree`
+topos = mininet_topos("tree", topology)
