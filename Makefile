@@ -1,12 +1,13 @@
 # The lab kit's entry points (Debian 12 / Ubuntu). Labs run as an ordinary user; `make test` as root.
 VENV ?= $(or $(LABTOOLS_VENV),.venv)
-.PHONY: lab test test-notebooks test-timing test-browser check-provisioning unit lint demo setup students bench clean help
+.PHONY: lab test test-notebooks test-timing test-browser check-provisioning unit lint dev demo setup students bench clean help
 
 help:
 	@echo "make lab      start JupyterLab on http://127.0.0.1:8888 (token printed)"
 	@echo "make test     install everything needed and run the whole test suite"
-	@echo "make unit     lint, types and unit tests (fast, no network)"
+	@echo "make unit     lint, types and unit tests (no network; any user: no system packages needed)"
 	@echo "make lint     ruff and mypy only"
+	@echo "make dev      only the venv and the kit with its development tools (no system packages)"
 	@echo "make test-notebooks  run every solution notebook on a real network (VM if needed)"
 	@echo "make test-browser    make lab's JupyterLab driven in headless Chromium"
 	@echo "make test-timing     the timing-dependent network tests ROUNDS times (default 20)"
@@ -18,6 +19,9 @@ help:
 
 setup:
 	bash scripts/setup.sh
+
+dev:
+	bash scripts/setup.sh --dev
 
 lab: setup
 	bash scripts/lab.sh
@@ -42,10 +46,10 @@ check-provisioning:
 	bash scripts/setup.sh --test
 	bash scripts/check-provisioning.sh
 
-unit: setup lint
+unit: lint
 	$(VENV)/bin/python -m pytest -q -m "not network and not vm and not grading and not system and not browser and not hub"
 
-lint: setup
+lint: dev
 	$(VENV)/bin/ruff check labtools tests benchmarks topologies solutions deploy
 	$(VENV)/bin/mypy
 

@@ -13,15 +13,21 @@
 #                                      # systemd service (what `vagrant up` runs)
 #   bash scripts/setup.sh --test       # also what `make test` needs: headless Chromium and
 #                                      # its driver, debootstrap (fresh systems to boot)
+#   bash scripts/setup.sh --dev        # only the venv and the kit with its development tools
+#                                      # (`make unit`, `make lint` on a contributor's machine,
+#                                      # any system, any user: no system package is checked
+#                                      # or installed; tests that need one, or root, skip)
 #   LABTOOLS_VENV=/opt/lab bash scripts/setup.sh
 set -euo pipefail
 service=no
 testing=no
+dev_only=no
 for arg in "$@"; do
     case "$arg" in
         --service) service=yes ;;
         --test) testing=yes ;;
-        *) echo "[setup] unknown option $arg (use --service or --test)" >&2; exit 2 ;;
+        --dev) dev_only=yes ;;
+        *) echo "[setup] unknown option $arg (use --service, --test or --dev)" >&2; exit 2 ;;
     esac
 done
 
@@ -39,6 +45,7 @@ if [ "$(id -u)" != 0 ]; then
     fi
 fi
 
+if [ "$dev_only" = no ]; then  # --dev: no system packages, no system settings
 # --- Debian / Ubuntu packages -----------------------------------------------------------
 # install_missing PACKAGE...: apt-get install what is not installed yet (quietly)
 updated=no
@@ -136,10 +143,16 @@ if [ "$(dpkg-query -W -f='${Package}\n' 2>/dev/null | wc -l)" = "$installed_befo
     say "system packages: all present"
 fi
 
+else
+    say "--dev: no system package checked or installed (tests that need one skip, saying why)"
+fi
+
 # --- the venv and the kit ---------------------------------------------------------------
 if [ ! -x "$venv/bin/python" ]; then
     say "creating venv $venv (system Python, system site packages)"
-    /usr/bin/python3 -m venv --system-site-packages "$venv"
+    base_python=/usr/bin/python3
+    [ -x "$base_python" ] || base_python=$(command -v python3)  # --dev elsewhere
+    "$base_python" -m venv --system-site-packages "$venv"
 fi
 # The lab VM gets what students use; elsewhere the development tools too (tests, nbgrader).
 extras=lab,dev
@@ -156,8 +169,13 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
 else
     say "kit: already installed in $venv"
 fi
-"$venv/bin/python" -c "import labtools, mininet.net" \
-    || { echo "[setup] the venv cannot import labtools and mininet" >&2; exit 1; }
+if [ "$dev_only" = yes ]; then
+    "$venv/bin/python" -c "import labtools" \
+        || { echo "[setup] the venv cannot import labtools" >&2; exit 1; }
+else
+    "$venv/bin/python" -c "import labtools, mininet.net" \
+        || { echo "[setup] the venv cannot import labtools and mininet" >&2; exit 1; }
+fi
 
 # --- what a student meets on first opening the lab ------------------------------------------
 # No "get notified about Jupyter news?" pop-up and no update check (the lab is offline).

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,13 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 #: a student's results file recorded on a real network (tests/fixtures/grading)
 RECORDED_RESULTS = FIXTURES / "grading" / "results" / "labtools.sqlite"
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test marked ``root`` skips, saying so, for a contributor who is not root (``make
+    unit`` on a laptop)."""
+    if item.get_closest_marker("root") is not None and os.geteuid() != 0:
+        pytest.skip("needs root (marker root): namespaces, veth and bridges of this machine")
 
 
 @pytest.fixture()
