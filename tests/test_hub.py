@@ -272,9 +272,11 @@ class Person:
         self.driver.find_element(By.ID, "username_input").send_keys(self.name)
         self.driver.find_element(By.ID, "password_input").send_keys(self.course.hub.password)
         self.driver.find_element(By.ID, "login_submit").click()
-        # a person whose page sits at /hub/spawn with nothing pending loads it again: once
-        # in a CI run the browser's request after the login never reached the hub (the hub
-        # logged the login's redirect to /hub/spawn, then nothing for 300 s)
+        # a person whose page sits at the hub's /hub/spawn or /hub/spawn-pending/NAME with
+        # nothing happening loads it again: in two CI runs the browser's request after a
+        # redirect never reached the hub (the hub logged the redirect, to /hub/spawn once and
+        # to /hub/spawn-pending/bob once, then no request from that browser; the server
+        # itself was ready 22 s later)
         deadline = time.monotonic() + LOGIN_S
         while True:
             try:
@@ -284,8 +286,9 @@ class Person:
             except AssertionError:
                 if time.monotonic() >= deadline - 1:
                     raise
-                if self.driver.current_url.rstrip("/").endswith("/hub/spawn"):
-                    self.driver.get(f"{self.course.url}/hub/spawn")
+                at = self.driver.current_url.split("?")[0].rstrip("/")
+                if at.endswith(("/hub/spawn", f"/hub/spawn-pending/{self.name}")):
+                    self.driver.get(at)
         self.spawn_s = time.monotonic() - began
         assert self.driver.current_url.startswith(self.course.server_url(self.name))
 
