@@ -191,14 +191,18 @@ def test_no_kvm_device_means_no_probe(tmp_path, monkeypatch):
 
 
 def test_native_network_needs_a_sandbox_not_root(monkeypatch):
+    from labtools import settings
+    from labtools.lab.placement import runs_natively
+
+    monkeypatch.setenv(settings.IN_VM, "0")
     monkeypatch.setattr(caps, "is_root", lambda: False)
     monkeypatch.setattr(caps, "mininet_available", lambda: (True, "here"))
     monkeypatch.setattr(caps, "find_tool", lambda name: f"/usr/bin/{name}")
     monkeypatch.setattr(caps, "kernel_has_netem", lambda: (True, "works"))
     monkeypatch.setattr(userns, "sandbox_ok", lambda: (True, "works", ""))
-    assert caps.native_network_ok() is True
+    assert runs_natively() is True
     monkeypatch.setattr(userns, "sandbox_ok", lambda: (False, "refused", "allow it"))
-    assert caps.native_network_ok() is False
+    assert runs_natively() is False
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,

@@ -10,7 +10,6 @@ parser (pure: text in, value out).
 
 Public entry points:
 
-* :func:`native_network_ok` -- can real Mininet with delays run here, without a VM?
 * :func:`tool_info` -- path and version of a tool (``iperf``, ``iperf3``, ``ping``...).
 * :func:`kernel_has_netem`, :func:`kernel_has_module` -- kernel features, tried for real.
 * :func:`netem_module_state` -- is ``sch_netem`` loaded, built in, loadable or missing?
@@ -341,11 +340,3 @@ def kvm_usable(recheck: bool = False, timeout_s: float = KVM_PROBE_TIMEOUT_S,
             pass  # a read-only home only costs a new probe next time
     return ok, detail
 
-
-def native_network_ok() -> bool:
-    """Can real networks with delays run natively: a lab sandbox for this user (root or
-    not, :mod:`labtools.system.userns`), Mininet, brctl and netem?"""
-    from labtools.system.userns import sandbox_ok
-
-    return (mininet_available()[0] and find_tool("brctl") is not None
-            and sandbox_ok()[0] and kernel_has_netem()[0])
