@@ -231,8 +231,9 @@ def build_vng_args(spec: VMSpec) -> List[str]:
     for arg in spec.kernel_args:
         args += ["--append", arg]
     args += ["--cwd", str(spec.cwd)]
+    shares = _shares(spec)
     qemu = [qemu_net_opts(spec.forward_ports)] if spec.forward_ports else []
-    qemu += [vm_cache.qemu_opts(_shares(spec))] if _shares(spec) else []
+    qemu += [vm_cache.qemu_opts(shares)] if shares else []
     if qemu:
         args.append(f"--qemu-opts={' '.join(qemu)}")
     args += ["--exec", f"sh {shlex.quote(str(spec.state_dir / SCRIPT_FILE))}"]
