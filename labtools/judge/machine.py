@@ -13,11 +13,11 @@ propagation plus what this machine adds on the same links, and a rate below expe
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 from labtools.errors import InputError
 from labtools.judge import policy
-from labtools.model.expect import htb_burst_ms
+from labtools.model.expect import htb_burst_ms, path_burst_ms
 from labtools.model.topology import Link
 
 
@@ -46,27 +46,37 @@ class MachineProfile:
     #: measured during one run, not at calibration (:meth:`during`): the 90th percentile
     #: of how late a delayed link delivered, per crossing (ms), beside the run
     run_late_ms: Optional[float] = None
-    #: how long HTB's burst lasts on the run's bottleneck (ms)
+    #: how late timers may fire on the run's shaped links, together, before they lose as
+    #: much as one link a whole burst late (ms; :func:`~labtools.model.expect.path_burst_ms`)
     run_burst_ms: Optional[float] = None
+    #: the rates of the shaped links the run's data crossed (Mbit/s)
+    run_shaped_mbps: Tuple[float, ...] = ()
 
     def during(self, late_ms: Optional[float],
-               bottleneck_mbps: Optional[float]) -> "MachineProfile":
+               shaped_mbps: Sequence[float]) -> "MachineProfile":
         """This calibration with what was measured during one run (see
-        :mod:`labtools.lab.machine_watch`)."""
-        burst = None if not bottleneck_mbps else htb_burst_ms(bottleneck_mbps)
-        return replace(self, run_late_ms=late_ms, run_burst_ms=burst)
+        :mod:`labtools.lab.machine_watch`): ``late_ms``, how late the timers fired, and
+        ``shaped_mbps``, the rates of the shaped links the run's data crossed (Mbit/s)."""
+        rates = tuple(float(rate) for rate in shaped_mbps)
+        return replace(self, run_late_ms=late_ms, run_burst_ms=path_burst_ms(rates),
+                       run_shaped_mbps=rates)
 
     def timers_limit(self) -> Optional[str]:
         """Why this machine could not drive the run's links at their rates, or None: its
-        timers fired later than :data:`~labtools.judge.policy.TIMERS_LATE_FRACTION` of
-        the time HTB's burst lasts on the bottleneck."""
+        timers fired later than :data:`~labtools.judge.policy.TIMERS_LATE_FRACTION` of the
+        time HTB's bursts last on the shaped links crossed, together (each late timer
+        costs its link late / burst of its time, and the flow crosses every link)."""
         late, burst = self.run_late_ms, self.run_burst_ms
         if late is None or burst is None or late <= policy.TIMERS_LATE_FRACTION * burst:
             return None
+        bursts = ", ".join(f"{htb_burst_ms(rate):.1f}" for rate in self.run_shaped_mbps)
+        links = len(self.run_shaped_mbps)
+        where = (f"the {bursts} ms HTB's burst lasts on the one shaped link" if links == 1
+                 else f"the {burst:.1f} ms the bursts of the {links} shaped links crossed "
+                      f"allow together ({bursts} ms each)")
         return (f"during this run this machine's timers fired up to {late:.1f} ms late (90th "
-                f"percentile, a delayed link measured beside the lab), against the "
-                f"{burst:.1f} ms HTB's burst lasts on the bottleneck: the link could not run "
-                "at its rate")
+                f"percentile, a delayed link measured beside the lab), against {where}: the "
+                "links could not run at their rates")
 
     def added_ms(self, links: Sequence[Link]) -> float:
         """What this machine adds (ms) to a packet crossing ``links`` once each (a

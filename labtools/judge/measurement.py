@@ -23,7 +23,13 @@ from labtools.judge import policy, verdicts
 from labtools.judge.judged import Judged
 from labtools.judge.machine import MachineProfile
 from labtools.judge.verdicts import Verdict
-from labtools.model.expect import PairExpectation, expect_pair, path, window_rate_mbps
+from labtools.model.expect import (
+    PairExpectation,
+    expect_pair,
+    path,
+    shaped_rates_mbps,
+    window_rate_mbps,
+)
 from labtools.model.queues import loaded_rtt
 from labtools.model.topology import Topology
 from labtools.tools.parsers import parse
@@ -175,7 +181,7 @@ def judge_summary(summary: Summary, expected: Optional[PairExpectation],
     if expected is None:
         return []
     machine = (None if context.machine is None else
-               context.machine.during(context.machine_late_ms, expected.bottleneck_mbps))
+               context.machine.during(context.machine_late_ms, _shaped(topo, expected)))
     if isinstance(summary, RttSummary):
         return _rtt_verdicts(summary, expected, context, topo)
     if isinstance(summary, UdpSummary):
@@ -203,6 +209,14 @@ def judge_summary(summary: Summary, expected: Optional[PairExpectation],
     if guard is not None:
         rows.append(guard)
     return rows
+
+
+def _shaped(topo: Optional[Topology], expected: PairExpectation) -> Tuple[float, ...]:
+    """The rates of the shaped links the pair's data crosses (Mbit/s); without the
+    topology, its bottleneck alone."""
+    if topo is not None:
+        return shaped_rates_mbps(topo, expected.src, expected.dst)
+    return () if expected.bottleneck_mbps is None else (expected.bottleneck_mbps,)
 
 
 def carry_limit_mbps(expected: PairExpectation) -> Optional[float]:

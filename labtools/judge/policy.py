@@ -121,7 +121,10 @@ CAPACITY_HEADROOM = 0.9
 #: a shaped link's timers (HTB's, netem's) that fire later than this share of the time
 #: HTB's burst lasts cost the link its rate: in the lab VM on a busy host, timers 0.6-1.4 x
 #: the burst time late (90th percentile, beside the run) left iperf3 at 26-60 % of the
-#: ceiling, 1.9-4.2 x at 21-37 % (a path crosses several shaped hops, each its own timers)
+#: ceiling, 1.9-4.2 x at 21-37 %. A path crosses several shaped links, each losing
+#: late / burst of its time, so the share is of the bursts together
+#: (:func:`~labtools.model.expect.path_burst_ms`): on a quiet host, h1-h9 of the reference
+#: network (three shaped links) reached 58-67 % at 0.6-0.9 x its bottleneck's burst alone
 TIMERS_LATE_FRACTION = 0.5
 
 

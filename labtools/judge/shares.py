@@ -19,7 +19,12 @@ from labtools.judge import policy, verdicts
 from labtools.judge.measurement import JudgeContext, Measurement, judge_parsed
 from labtools.judge.together import JudgedTogether
 from labtools.judge.verdicts import Verdict
-from labtools.model.expect import bottleneck, tcp_goodput_ceiling_mbps
+from labtools.model.expect import (
+    bottleneck,
+    path_burst_ms,
+    shaped_rates_mbps,
+    tcp_goodput_ceiling_mbps,
+)
 from labtools.model.fairness import Flow, FlowShare, crossings, jain_index, max_min_shares
 from labtools.model.topology import Topology
 from labtools.tools.parsers.base import Parsed
@@ -136,6 +141,15 @@ def _spread_verdict(spread_ms: Optional[float], measured: Sequence[Measurement],
                    "machine was slow to start them): the first ran alone for a while")
 
 
+def _most_shaped(topo: Topology, flows: Sequence[Flow]) -> Tuple[float, ...]:
+    """The rates of the shaped links (Mbit/s) on the flow's path whose timers may fire
+    the least late (:func:`~labtools.model.expect.path_burst_ms`): the first to lose its
+    rate when they do."""
+    paths = [shaped_rates_mbps(topo, f.src, f.dst) for f in flows]
+    rated = [rates for rates in paths if rates]
+    return min(rated, key=lambda rates: path_burst_ms(rates) or 0.0, default=())
+
+
 def judge_flows(topo: Topology, flows: Sequence[Flow], outputs: Sequence[Parsed],
                 context: JudgeContext, commands: Sequence[Sequence[str]] = (),
                 start_spread_ms: Optional[float] = None,
@@ -147,9 +161,8 @@ def judge_flows(topo: Topology, flows: Sequence[Flow], outputs: Sequence[Parsed]
     load = sum(g for g in goodput if g is not None)
     member_context = JudgeContext(context.warmup_s, None, load or None, context.machine,
                                   machine_late_ms=context.machine_late_ms)
-    slowest = min((bottleneck(topo, f.src, f.dst)[0] or 0.0 for f in flows), default=0.0)
     machine = (None if context.machine is None
-               else context.machine.during(context.machine_late_ms, slowest or None))
+               else context.machine.during(context.machine_late_ms, _most_shaped(topo, flows)))
     measured = [judge_parsed(p, topo, f.src, f.dst, member_context,
                              commands[i] if i < len(commands) else (),
                              **(member_meta[i] if i < len(member_meta) else {}))

@@ -31,7 +31,7 @@ Physics used (see docs/reference.md, "The physics behind the expected values"):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from labtools.errors import InputError
 from labtools.frame_sizes import (  # the sizes are written once, there
@@ -136,6 +136,13 @@ def bottleneck(topo: Topology, src: str, dst: str) -> Tuple[Optional[float], Opt
     return rate, slowest.label
 
 
+def shaped_rates_mbps(topo: Topology, src: str, dst: str) -> Tuple[float, ...]:
+    """The rates (Mbit/s) of the shaped links on the forward path from ``src`` to ``dst``,
+    in path order (empty when nothing is shaped)."""
+    return tuple(float(link.bw_mbps) for link in path(topo, src, dst).links
+                 if link.bw_mbps is not None)
+
+
 def tcp_goodput_ceiling_mbps(rate_mbps: float) -> float:
     """Most TCP payload a ``rate_mbps`` link can carry: 1448 bytes per 1514-byte frame."""
     _check_rate(rate_mbps)
@@ -158,6 +165,17 @@ def htb_burst_ms(rate_mbps: float) -> float:
     than that loses sending time it cannot make up."""
     _check_rate(rate_mbps)
     return HTB_BURST_BYTES * 8 / (rate_mbps * 1e6) * 1e3
+
+
+def path_burst_ms(rates_mbps: Sequence[float]) -> Optional[float]:
+    """How late (ms) timers may fire on a chain of shaped links of ``rates_mbps`` before
+    the chain loses as much sending time as one link loses when its timers are a whole
+    burst late: 1 / sum(1 / burst) over the links (each link's late timers cost it
+    late / burst of its time, and a flow crossing them loses them all). None without a
+    shaped link."""
+    if not rates_mbps:
+        return None
+    return 1.0 / sum(1.0 / htb_burst_ms(rate) for rate in rates_mbps)
 
 
 def window_rate_mbps(window_bytes: float, rtt_ms_value: float) -> float:
