@@ -93,8 +93,11 @@ class MachineProfile:
         """The profile saved as :meth:`as_dict`, or None for no data."""
         if not data:
             return None
+        fields = dict(data)
+        if isinstance(fields.get("run_shaped_mbps"), list):  # JSON has no tuples
+            fields["run_shaped_mbps"] = tuple(fields["run_shaped_mbps"])
         try:
-            return cls(**data)
+            return cls(**fields)
         except TypeError as err:
             raise InputError(f"not a machine profile: {err}") from None
 
