@@ -34,6 +34,7 @@ COMMANDS = {
     "shell": "labtools.commands.shell_cmd",
     "answer-key": "labtools.commands.answer_key_cmd",
     "bundle": "labtools.commands.bundle_cmd",
+    "autograde": "labtools.commands.autograde_cmd",
 }
 
 

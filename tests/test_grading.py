@@ -21,6 +21,7 @@ import nbformat
 import pytest
 
 from labtools.teach import notebook_files as notebooks
+from labtools.teach.grading_figures import NOT_DRAWN_LINE
 
 pytestmark = pytest.mark.grading
 
@@ -139,6 +140,10 @@ def test_a_completed_submission_gets_full_marks_from_its_recorded_measurements(f
         start = next(c for c in nb.cells if c.get("id") == "start")
         text = "".join(o.get("text", "") for o in start.outputs)
         assert "grading: no network started; replaying" in text, (name, text)
+        # no figure rendered while grading (labtools.teach.grading_figures), and it says so
+        outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+        assert not [o for o in outputs if "image/png" in o.get("data", {})], name
+        assert any(NOT_DRAWN_LINE in o.get("text", "") for o in outputs), name
 
 
 def _checked_after_measuring(results: Path, case: str) -> None:

@@ -45,6 +45,7 @@ from labtools.errors import InputError
 from labtools.judge import policy
 from labtools.lab.replay import ReplaySession
 from labtools.lab.session import LabSession
+from labtools.teach.grading_figures import draw_no_figures
 from labtools.teach.modes import (  # noqa: F401 - the notebooks' one import place
     MODE_VARIABLE,
     SHOW_ANSWERS_VARIABLE,
@@ -167,6 +168,8 @@ def open_lab(case: str, topology: str = "portfolio") -> Union[LabSession, Replay
         spec += f",rate_scale={factor:g}"
     durations = policy.durations(quick_mode())
     if grading():
+        if settings.current().grading == "autograde":
+            draw_no_figures()  # nobody sees them while grading
         return ReplaySession(spec, RESULTS_FILE, case, durations)
     kind = StudentLabSession if answers_hidden() else LabSession
     lab = kind(spec, results=RESULTS_FILE, case=case, durations=durations)
