@@ -99,7 +99,7 @@ cat results/process-churn.out
 stage_end
 
 stage_start "grading with the real nbgrader (release, autograde, feedback, export)"
-$py -m pytest -q -m grading --junitxml=results/junit/2-grading.xml tests/test_grading.py \
+$py -m pytest -q -m grading --junitxml=results/junit/2-grading.xml tests/test_grading.py tests/test_class_grading.py \
     tests/test_grading_lab7.py
 stage_end
 
