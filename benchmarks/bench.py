@@ -9,6 +9,8 @@
 5. tool overhead: simpleperf against iperf3 (benchmarks/simpleperf_vs_iperf3.py);
 6. a class (``class``): students' labs at once natively in user namespaces, the course hub's
    spawns, and what a class of 100 needs (benchmarks/classroom.py);
+6b. grading (``grading``): each lab and a submission autograded against nbgrader's floor,
+   a class of 100 serially and with ``labtools autograde`` (benchmarks/grading.py);
 7. the machine's own calibration (what the lab measured at its last start).
 
 Parts that need netem run inside the lab VM when this kernel has none (`labtools vm`).
@@ -33,7 +35,7 @@ from common import RESULTS, ROOT, machine_info, say, spread, write_json
 
 PY = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").is_dir() else sys.executable
 LABTOOLS = str(Path(PY).parent / "labtools")
-PARTS = ("naive", "startup", "demo", "scale", "scale-vm", "overhead", "class")
+PARTS = ("naive", "startup", "demo", "scale", "scale-vm", "overhead", "class", "grading")
 VM_MEMORY = "6G"  # 1000 hosts, each a shell in its own namespace
 
 
@@ -176,10 +178,18 @@ def part_class(args: argparse.Namespace) -> Dict[str, Any]:
     return {"classroom": json.loads((RESULTS / "classroom.json").read_text())}
 
 
+def part_grading(args: argparse.Namespace) -> Dict[str, Any]:
+    """A class of 100 autograded serially and several at once, against nbgrader's floor."""
+    subprocess.run([PY, "benchmarks/grading.py", "--out", str(RESULTS / "grading.json")],
+                   cwd=str(ROOT), check=True)
+    return {"grading": json.loads((RESULTS / "grading.json").read_text())}
+
+
 #: part name -> what runs it (each returns the keys it adds to bench.json)
 PART_RUNNERS: Dict[str, Callable[[argparse.Namespace], Dict[str, Any]]] = {
     "demo": part_demo, "naive": part_naive, "startup": part_startup, "scale": part_scale,
     "scale-vm": part_scale_vm, "overhead": part_overhead, "class": part_class,
+    "grading": part_grading,
 }
 
 
@@ -233,6 +243,11 @@ def main() -> int:
         from classroom import insert_section, report_lines
 
         insert_section(ROOT / "BENCHMARKS.md", report_lines(data["classroom"]))
+    if data.get("grading"):
+        from classroom import insert_section
+        from grading import report_lines as grading_lines
+
+        insert_section(ROOT / "BENCHMARKS.md", grading_lines(data["grading"]))
     say(f"wrote {out_file} and BENCHMARKS.md in {data['took_s']} s")
     return 1 if data["failed"] else 0
 

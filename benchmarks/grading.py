@@ -143,6 +143,37 @@ def class_of(course: Path, students: List[str], jobs: int) -> Dict[str, Any]:
             "same_gradebook": same, "answer_keys": keys, "class_report": report}
 
 
+def report_lines(data: Dict[str, Any]) -> List[str]:
+    """The BENCHMARKS.md section of one run."""
+    lab = data["per_lab"]
+    trivial = lab["trivial_one"]["cpu_s"]
+    lines = ["## Grading a class (nbgrader, replayed labs)", "",
+             f"{data['machine']['cores']} cores, load {data['load_before'][0]:.1f} before and "
+             f"{data['load_after'][0]:.1f} after; CPU is nbgrader's and its kernels' "
+             "(`wait4`). One trivial notebook (a kernel, nothing imported) alone: "
+             f"{trivial:.1f} s of CPU.", "",
+             "| autograded | wall s | CPU s | CPU over the trivial notebook's |",
+             "|---|---|---|---|"]
+    for name, run in lab["labs"].items():
+        lines.append(f"| {name} alone | {run['wall_s']:.1f} | {run['cpu_s']:.1f} | "
+                     f"{run['cpu_s'] - trivial:+.1f} |")
+    lines += [f"| 8 trivial notebooks (the floor) | {lab['floor']['wall_s']:.1f} | "
+              f"{lab['floor']['cpu_s']:.1f} | |",
+              f"| the whole submission (8 labs) | {lab['submission']['wall_s']:.1f} | "
+              f"{lab['submission']['cpu_s']:.1f} | {lab['ratio_to_floor']:.2f} x the floor |",
+              ""]
+    klass = data.get("class")
+    if klass:
+        lines += [f"A class of {klass['students']}: nbgrader's serial autograde "
+                  f"{klass['serial']['wall_s'] / 60:.1f} min, `labtools autograde --jobs "
+                  f"{klass['jobs']}` {klass['parallel']['wall_s'] / 60:.1f} min "
+                  f"({klass['speedup']:.2f} x), the same gradebook: "
+                  f"{'yes' if klass['same_gradebook'] else 'NO'}; the class's answer keys "
+                  f"{klass['answer_keys']['wall_s']:.1f} s, its class report "
+                  f"{klass['class_report']['wall_s']:.1f} s.", ""]
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=100)

@@ -12,7 +12,6 @@ them. ``nbgrader validate`` (an instructor checking a notebook) still draws.
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any
 
@@ -28,13 +27,11 @@ def _close_figures() -> None:
 
 
 def draw_no_figures() -> None:
-    """From here on, figures are built and not rendered (matplotlib's Agg backend), and
-    closed after each cell; matplotlib is not imported for it."""
-    matplotlib = sys.modules.get("matplotlib")
-    if matplotlib is None:
-        os.environ["MPLBACKEND"] = AGG  # read when matplotlib is first imported
-    else:
-        matplotlib.use(AGG, force=True)
+    """From here on, figures are built and not rendered (matplotlib's Agg backend, also
+    for a pyplot imported already), and closed after each cell."""
+    import matplotlib
+
+    matplotlib.use(AGG, force=True)
     shell = _ipython()
     if shell is not None and _close_figures not in shell.events.callbacks["post_execute"]:
         shell.events.register("post_execute", _close_figures)
