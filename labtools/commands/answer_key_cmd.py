@@ -51,11 +51,8 @@ def run(args: argparse.Namespace) -> int:
     """Print (or write) the keys; return 0."""
     from labtools.judge.answer_keys import keys_for
     from labtools.results import ownership
-    from labtools.teach.modes import student_mode
 
-    if student_mode():
-        raise InputError("labtools answer-key is for instructors: not available in a "
-                         "student's lab (LABTOOLS_MODE=student)")
+    options.instructors_only("answer-key")
     if bool(args.students) == bool(args.all):
         raise InputError("give STUDENT ids or --all (one of them)")
     listed = args.course / ownership.VARIANTS_FILE

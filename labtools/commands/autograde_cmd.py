@@ -46,12 +46,9 @@ def run(args: argparse.Namespace) -> int:
     """Grade, print a line per submission and a summary; 0 if all were graded, else 1."""
     from labtools.errors import EnvironmentProblem, InputError
     from labtools.teach import class_grading
-    from labtools.teach.modes import student_mode
     from labtools.teach.notebook_files import nbgrader_env
 
-    if student_mode():
-        raise InputError("labtools autograde is for instructors: not available in a "
-                         "student's lab (LABTOOLS_MODE=student)")
+    options.instructors_only("autograde")
     course = args.course.resolve()
     if not course.is_dir():
         raise InputError(f"--course {args.course}: no such folder")

@@ -73,3 +73,14 @@ def count(value: str) -> int:
     if number < 1:
         raise argparse.ArgumentTypeError(f"{number} is less than 1")
     return number
+
+
+def instructors_only(command: str) -> None:
+    """Refuse ``labtools COMMAND`` in a student's lab (``LABTOOLS_MODE=student``) with one
+    line (an :class:`~labtools.errors.InputError`)."""
+    from labtools.errors import InputError
+    from labtools.teach.modes import student_mode
+
+    if student_mode():
+        raise InputError(f"labtools {command} is for instructors: not available in a "
+                         "student's lab (LABTOOLS_MODE=student)")

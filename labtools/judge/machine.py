@@ -46,9 +46,6 @@ class MachineProfile:
     #: measured during one run, not at calibration (:meth:`during`): the 90th percentile
     #: of how late a delayed link delivered, per crossing (ms), beside the run
     run_late_ms: Optional[float] = None
-    #: how late timers may fire on the run's shaped links, together, before they lose as
-    #: much as one link a whole burst late (ms; :func:`~labtools.model.expect.path_burst_ms`)
-    run_burst_ms: Optional[float] = None
     #: the rates of the shaped links the run's data crossed (Mbit/s)
     run_shaped_mbps: Tuple[float, ...] = ()
 
@@ -58,15 +55,15 @@ class MachineProfile:
         :mod:`labtools.lab.machine_watch`): ``late_ms``, how late the timers fired, and
         ``shaped_mbps``, the rates of the shaped links the run's data crossed (Mbit/s)."""
         rates = tuple(float(rate) for rate in shaped_mbps)
-        return replace(self, run_late_ms=late_ms, run_burst_ms=path_burst_ms(rates),
-                       run_shaped_mbps=rates)
+        return replace(self, run_late_ms=late_ms, run_shaped_mbps=rates)
 
     def timers_limit(self) -> Optional[str]:
         """Why this machine could not drive the run's links at their rates, or None: its
         timers fired later than :data:`~labtools.judge.policy.TIMERS_LATE_FRACTION` of the
         time HTB's bursts last on the shaped links crossed, together (each late timer
         costs its link late / burst of its time, and the flow crosses every link)."""
-        late, burst = self.run_late_ms, self.run_burst_ms
+        # how late the timers may fire on these links together (ms)
+        late, burst = self.run_late_ms, path_burst_ms(self.run_shaped_mbps)
         if late is None or burst is None or late <= policy.TIMERS_LATE_FRACTION * burst:
             return None
         bursts = ", ".join(f"{htb_burst_ms(rate):.1f}" for rate in self.run_shaped_mbps)
@@ -94,6 +91,7 @@ class MachineProfile:
         if not data:
             return None
         fields = dict(data)
+        fields.pop("run_burst_ms", None)  # saved by earlier versions: now derived
         if isinstance(fields.get("run_shaped_mbps"), list):  # JSON has no tuples
             fields["run_shaped_mbps"] = tuple(fields["run_shaped_mbps"])
         try:

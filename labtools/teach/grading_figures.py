@@ -1,8 +1,8 @@
 """No figure is drawn while nbgrader autogrades a notebook: nobody looks at them then.
 
 A rendered figure (matplotlib's inline backend turns each into a PNG at the end of its
-cell) was most of what a replayed lab cost to grade (the kit's grading benchmark,
-benchmarks/grading.py, measures each lab with and without; BENCHMARKS.md has the figures).
+cell) was most of what the kernels of the labs with plots cost to grade, and about a fifth
+of a whole submission (benchmarks/grading.py; BENCHMARKS.md has the figures).
 While nbgrader autogrades, the kernel draws with matplotlib's non-interactive
 Agg backend instead: every plotting call still runs (a plot that fails, fails the same),
 nothing is rendered, and each cell's figures are closed after it. The student's own
