@@ -286,9 +286,10 @@ class LabSession(LabBase, HostRunner):
         if tool not in self._versions:
             from labtools import __version__
             from labtools.system.capabilities import tool_info
+            from labtools.tools.registry import TOOLS
 
-            self._versions[tool] = (
-                __version__ if tool == "simpleperf" else tool_info(tool).version)
+            own = tool in TOOLS and TOOLS[tool].kits_own
+            self._versions[tool] = __version__ if own else tool_info(tool).version
         return self._versions[tool]
 
 
