@@ -26,20 +26,21 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, FrozenSet, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, FrozenSet, List, Optional, Tuple
 
-from labtools import settings
 from labtools.errors import InputError, StoreError, TopologyError
 from labtools.model import scaling
 from labtools.model.catalog import from_dict, load_topology, split_spec, to_dict
 from labtools.model.topology import Topology
+from labtools.results.records import STUDENT_KEY
+
+if TYPE_CHECKING:  # pragma: no cover
+    from labtools.results.store import ResultStore
 
 #: the course's list of students bound to other variants than their id
 VARIANTS_FILE = "labtools-variants.csv"
 #: nbgrader's folder of autograded submissions (``CourseDirectory.autograded_directory``)
 AUTOGRADED = "autograded"
-#: the run context's key of the student who measured
-STUDENT_KEY = "student"
 #: characters a variant cannot hold (a topology spec separates its parameters with them)
 _SPEC_CHARACTERS = (",", "=")
 
@@ -146,18 +147,13 @@ def graded_binding(folder: Path) -> Optional[Binding]:
     return bind(student, course_variants(course))
 
 
-def own_student() -> str:
-    """The student measuring, when the lab knows it: the JupyterHub user ('' otherwise)."""
-    return settings.current().hub_user
-
-
 def spec_value(variant: str) -> str:
     """A variant as a topology spec reads it back (``007`` is the number 7), as text."""
     return str(split_spec(f"x,variant={variant}")[1]["variant"])
 
 
-def recorded_owners(store: Any, case: str) -> List[RecordedOwner]:
-    """Who the runs of ``case`` in ``store`` (a ResultStore) say they belong to."""
+def recorded_owners(store: "ResultStore", case: str) -> List[RecordedOwner]:
+    """Who the runs of ``case`` in ``store`` say they belong to."""
     rows = store.query('SELECT id, topology_json, context_json FROM runs WHERE "case" = ?',
                        (case,))
     counts: Counter = Counter()
@@ -258,7 +254,7 @@ def topology_problem(recorded: Topology, own: Topology, where: str) -> str:
     return ""
 
 
-def recorded_topologies(store: Any, case: str) -> List[Topology]:
+def recorded_topologies(store: "ResultStore", case: str) -> List[Topology]:
     """The distinct topologies the runs of ``case`` in ``store`` were measured on."""
     rows = store.query('SELECT DISTINCT topology_json FROM runs WHERE "case" = ? AND '
                        "topology_json IS NOT NULL", (case,))
@@ -271,7 +267,7 @@ def recorded_topologies(store: Any, case: str) -> List[Topology]:
     return found
 
 
-def case_problem(store: Any, case: str, spec: str, binding: Binding, where: str) -> str:
+def case_problem(store: "ResultStore", case: str, spec: str, binding: Binding, where: str) -> str:
     """One line on why the runs of ``case`` in ``store`` are not the bound student's own
     measurements on the notebook's topology ``spec``; '' when they are."""
     problem = ownership_problem(binding, recorded_owners(store, case), where)
