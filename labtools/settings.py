@@ -223,6 +223,12 @@ class Settings:
                                         and (self.course_flag or bool(self.hub_user)))
 
     @property
+    def student(self) -> Optional[str]:
+        """The student measuring, when the lab knows it: the JupyterHub user (None
+        outside JupyterHub); saved with every measurement and grading binds it."""
+        return self.hub_user or None
+
+    @property
     def show_answers_ignored(self) -> bool:
         """``LABTOOLS_SHOW_ANSWERS=1`` asked for, on a course: it does nothing."""
         return self.show_answers and self.on_course

@@ -71,9 +71,39 @@ def test_the_recorded_owners_of_each_notebook():
     assert other.startswith("f: this notebook's measurements (1 of 1) were made on variant")
 
 
-def test_a_number_like_id_is_compared_as_the_spec_reads_it():
-    owners = [ownership.RecordedOwner("7", None, 3)]
-    assert ownership.ownership_problem(ownership.Binding("007", "007"), owners, "f") == ""
+def test_a_variant_stays_text_from_the_spec_to_the_network():
+    """``007`` is a student id, not the number 7: its own network, not student 7's."""
+    from labtools.model.catalog import load_topology, split_spec
+
+    assert split_spec("portfolio,variant=007,pairs=007") == (
+        "portfolio", {"variant": "007", "pairs": 7})
+    mine, seven = load_topology("portfolio,variant=007"), load_topology("portfolio,variant=7")
+    assert mine.params == {"variant": "007"} and seven.params == {"variant": "7"}
+    shaped = [[(link.bw_mbps, link.delay_ms) for link in t.links if link.bw_mbps]
+              for t in (mine, seven)]
+    assert shaped[0] != shaped[1]
+    for text in ("1e3", "true", "none", "-4"):
+        assert load_topology(f"portfolio,variant={text}").params == {"variant": text}
+
+
+def test_runs_recorded_when_a_number_like_id_read_as_a_number_stay_the_students():
+    """Before variants stayed text, student 007's runs were recorded on variant '7' (the
+    network '7' draws): they are still theirs, bound to that network; their new runs are
+    on '007'. Another variant is not."""
+    from labtools.model.catalog import load_topology
+
+    binding = ownership.Binding("007", "007")
+    for recorded in ("7", "007"):
+        owners = [ownership.RecordedOwner(recorded, None, 3)]
+        assert ownership.ownership_problem(binding, owners, "f") == ""
+        topo = load_topology(f"portfolio,variant={recorded}")
+        own = ownership.bound_topology("portfolio", {}, binding, topo)
+        assert own is not None and ownership.topology_problem(topo, own, "f") == ""
+    other = [ownership.RecordedOwner("8", None, 3)]
+    assert "were made on variant '8'" in ownership.ownership_problem(binding, other, "f")
+    eight = load_topology("portfolio,variant=8")
+    own = ownership.bound_topology("portfolio", {}, binding, eight)
+    assert own is not None and own.params == {"variant": "007"}
 
 
 def test_a_lab_records_who_measured_with_every_run(tmp_path, monkeypatch):
@@ -107,9 +137,10 @@ def test_the_bound_topology_keeps_the_students_rate_scale(tmp_path):
     from labtools.model.catalog import load_topology
 
     recorded = load_topology("portfolio,variant=x,rate_scale=0.5")
-    own = ownership.bound_topology("portfolio,variant=x", ownership.Binding("s1", "s1"), recorded)
+    own = ownership.bound_topology("portfolio", {"variant": "x"}, ownership.Binding("s1", "s1"),
+                                   recorded)
     assert own is not None and own.params == {"variant": "s1", "rate_scale": 0.5}
     spec = str(tmp_path / "mine.json")
     (tmp_path / "mine.json").write_text(json.dumps(
         ownership.to_dict(load_topology("portfolio"))))
-    assert ownership.bound_topology(spec, ownership.Binding("s1", "s1"), None) is None
+    assert ownership.bound_topology(spec, {}, ownership.Binding("s1", "s1"), None) is None

@@ -23,17 +23,19 @@ from typing import TYPE_CHECKING, Any, Dict
 
 from labtools.commands import options
 from labtools.errors import InputError
+from labtools.tools.registry import RTT, command_line_tools, descriptor
 
 if TYPE_CHECKING:  # pragma: no cover
     from labtools.judge.measurement import Measurement
 
-TOOLS = ("ping", "iperf", "iperf3", "simpleperf")
+#: the tools this command reads (their descriptors say so: labtools.tools.registry)
+TOOLS = command_line_tools()
 
 
 def add_parser(sub: Any) -> None:
     """Register ``labtools parse``."""
     p = sub.add_parser("parse", help="parse a tool's output and judge it",
-                       description="Parse the saved output of ping, iperf, iperf3 or simpleperf.")
+                       description=f"Parse the saved output of {', '.join(TOOLS)}.")
     p.add_argument("tool", choices=TOOLS, help="which tool wrote the output")
     p.add_argument("file", metavar="FILE", type=options.text,
                    help="the output file, or - for standard input")
@@ -74,7 +76,7 @@ RTT_KEYS = ("p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_after_first_ms")
 def _shown(m: "Measurement") -> Dict[str, Any]:
     """The summary to print: the parser's, and for ping the percentiles of the replies."""
     summary = dict(m.parsed.summary)
-    if m.tool == "ping":
+    if descriptor(m.tool).summary_kind == RTT:
         typed = m.summary.as_dict()
         summary.update({key: typed.get(key) for key in RTT_KEYS})
     return summary

@@ -19,10 +19,10 @@ import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
+from labtools import settings
 from labtools.commands import options
 from labtools.lab import terminal
 from labtools.lab.running_labs import RunningLab, choose
-from labtools.results.ownership import own_student
 from labtools.results.transcripts import ShellTranscript
 from labtools.system.toolenv import tools_env
 
@@ -84,7 +84,7 @@ def _save(lab: RunningLab, record: ShellTranscript, quiet: bool) -> Optional[int
             _say("not saved: this lab keeps no results")
         return None
     record.session_id, record.case, record.topology = lab.session_id, lab.case, lab.topology
-    record.student = own_student() or None
+    record.student = settings.current().student
     return ResultStore(lab.results, create=False).save_transcript(record)
 
 

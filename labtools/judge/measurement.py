@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from labtools.errors import InputError
 from labtools.judge import policy, verdicts
@@ -34,7 +34,14 @@ from labtools.model.queues import loaded_rtt
 from labtools.model.topology import Topology
 from labtools.tools.parsers import parse
 from labtools.tools.parsers.base import Parsed
-from labtools.tools.summaries import RateSummary, RttSummary, Summary, UdpSummary, summarize
+from labtools.tools.summaries import (
+    RateSummary,
+    RttSummary,
+    Summary,
+    UdpSummary,
+    require_kind,
+    summarize,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -177,38 +184,62 @@ def window_limit_mbps(window_bytes: Optional[int], rtt_ms: float) -> Optional[fl
 
 def judge_summary(summary: Summary, expected: Optional[PairExpectation],
                   context: JudgeContext, topo: Optional[Topology] = None) -> List[Verdict]:
-    """The verdicts of one run's summary against its pair's expectation."""
+    """The verdicts of one run's summary against its pair's expectation (the judge of its
+    kind of summary: :data:`JUDGES`)."""
     if expected is None:
         return []
+    judge = JUDGES.get(type(summary))
+    if judge is None:
+        raise InputError(f"cannot judge a summary of kind {type(summary).__name__}")
     machine = (None if context.machine is None else
                context.machine.during(context.machine_late_ms, _shaped(topo, expected)))
-    if isinstance(summary, RttSummary):
-        return _rtt_verdicts(summary, expected, context, topo)
-    if isinstance(summary, UdpSummary):
-        sent = summary.sender_mbps if summary.sender_mbps is not None else context.offered_mbps
-        return verdicts.udp_verdicts(summary.receiver_mbps, sent, summary.loss_pct,
-                                     expected.udp_goodput_ceiling_mbps, machine)
-    if not isinstance(summary, RateSummary):
-        raise InputError(f"cannot judge a summary of kind {type(summary).__name__}")
+    return judge(summary, expected, context, topo, machine)
+
+
+def _judge_rtt(summary: Summary, expected: PairExpectation, context: JudgeContext,
+               topo: Optional[Topology], _machine: Optional[MachineProfile]) -> List[Verdict]:
+    return _rtt_verdicts(require_kind(summary, RttSummary), expected, context, topo)
+
+
+def _judge_udp(summary: Summary, expected: PairExpectation, context: JudgeContext,
+               _topo: Optional[Topology], machine: Optional[MachineProfile]) -> List[Verdict]:
+    udp = require_kind(summary, UdpSummary)
+    sent = udp.sender_mbps if udp.sender_mbps is not None else context.offered_mbps
+    return verdicts.udp_verdicts(udp.receiver_mbps, sent, udp.loss_pct,
+                                 expected.udp_goodput_ceiling_mbps, machine)
+
+
+def _judge_tcp(summary: Summary, expected: PairExpectation, context: JudgeContext,
+               topo: Optional[Topology], machine: Optional[MachineProfile]) -> List[Verdict]:
+    tcp = require_kind(summary, RateSummary)
     ceiling = expected.tcp_limit_mbps  # the goodput ceiling, or less where loss caps TCP
     if ceiling is None:  # no link limits the path: the machine does
-        return [verdicts.machine_rate_verdict(summary.steady_mbps, machine)]
+        return [verdicts.machine_rate_verdict(tcp.steady_mbps, machine)]
     carry = carry_limit_mbps(expected)
     limit = window_limit_mbps(context.window_bytes, expected.rtt_ms)
     if limit is not None and limit < ceiling:
         granted = window_limit_mbps(context.granted_window_bytes, expected.rtt_ms)
         cap = ceiling if carry is None else carry  # a window above the loss estimate may hold
-        return [verdicts.window_verdict(summary.steady_mbps, limit, machine,
+        return [verdicts.window_verdict(tcp.steady_mbps, limit, machine,
                                         None if granted is None else min(granted, cap))]
-    rows = [tcp_rate_verdict(summary.steady_mbps, expected, context.load_mbps, machine)]
-    if summary.reverse_receiver_mbps is not None and topo is not None:  # --bidir
-        rows.append(tcp_rate_verdict(summary.reverse_receiver_mbps,
+    rows = [tcp_rate_verdict(tcp.steady_mbps, expected, context.load_mbps, machine)]
+    if tcp.reverse_receiver_mbps is not None and topo is not None:  # --bidir
+        rows.append(tcp_rate_verdict(tcp.reverse_receiver_mbps,
                                      expect_pair(topo, expected.dst, expected.src), None,
                                      machine, "reverse receiver_rate"))
-    guard = verdicts.sender_guard(summary.sender_mbps, carry)
+    guard = verdicts.sender_guard(tcp.sender_mbps, carry)
     if guard is not None:
         rows.append(guard)
     return rows
+
+
+SummaryJudge = Callable[[Summary, PairExpectation, JudgeContext, Optional[Topology],
+                         Optional[MachineProfile]], List[Verdict]]
+#: a summary's type (:mod:`labtools.tools.summaries`, as its tool's descriptor chose it)
+#: -> the judge of it
+JUDGES: Dict[type, SummaryJudge] = {
+    RttSummary: _judge_rtt, UdpSummary: _judge_udp, RateSummary: _judge_tcp,
+}
 
 
 def _shaped(topo: Optional[Topology], expected: PairExpectation) -> Tuple[float, ...]:

@@ -143,8 +143,8 @@ def _kit_module(name: str) -> ModuleType:
 @lru_cache(maxsize=4096)
 def kit_topology(spec: str, variant: str = "") -> Topology:
     """The kit's topology ``spec`` (``NAME,key=value...``) with ``variant`` (none: the
-    reference values), built in this process; the variant is read as a spec reads it
-    (``007`` is the number 7)."""
+    reference values), built in this process; the variant stays text, as in a spec
+    (``007`` is not 7)."""
     head, params = split_spec(f"{spec},variant={variant}" if variant else spec)
     topo = _kit_module(head).topology(**params)
     if not isinstance(topo, Topology):

@@ -98,7 +98,7 @@ def capacity_search(lab: "LabSession", src: str, dst: str,
             def step(rate: float, phase: str) -> bool:
                 if progress is not None:
                     progress(f"{phase}: offering {rate:.3g} Mbit/s")
-                m = probes.iperf_udp(lab, src, dst, rate, duration_s=seconds)
+                m = probes.one_run(probes.iperf_udp(lab, src, dst, rate, duration_s=seconds))
                 steps.append(m)
                 phases.append(phase)
                 offered.append(rate)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Union
 from labtools.errors import InputError, LabtoolsError
 from labtools.judge import policy
 from labtools.judge.measurement import Measurement, ProbeCall, judge_parsed
+from labtools.judge.repeated import RepeatedMeasurement
 from labtools.lab.machine_watch import LatenessWatch
 from labtools.lab.processes import (
     TIMEOUT_MARGIN_S,
@@ -44,7 +45,7 @@ HOG = [sys.executable, "-c", "while True:\n    pass"]
 
 def ping_under_load(lab: "LabSession", src: str, dst: str, load_src: str, load_dst: str,
                     count: Optional[int] = None, interval_s: Optional[float] = None,
-                    repeat: int = 1) -> Any:
+                    repeat: int = 1) -> Union[Measurement, RepeatedMeasurement]:
     """Ping ``src`` -> ``dst`` while an iperf3 transfer ``load_src`` -> ``load_dst`` runs
     (it starts :data:`LOAD_LEAD_S` before the pings). The pair's addresses are resolved
     first (one ping, not kept): under load the address resolution itself waits in the full

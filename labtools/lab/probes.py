@@ -29,11 +29,11 @@ from typing import (
     Union,
 )
 
-from labtools.errors import LabtoolsError, ToolError
+from labtools.errors import InputError, LabtoolsError, ToolError
 from labtools.frame_sizes import IPERF_UDP_PAYLOAD_BYTES
 from labtools.judge import policy
 from labtools.judge.measurement import JudgeContext, Measurement, ProbeCall, judge_parsed
-from labtools.judge.repeated import check_repeat, judge_repeated
+from labtools.judge.repeated import RepeatedMeasurement, check_repeat, judge_repeated
 from labtools.judge.shares import FlowsMeasurement, flows_spec, judge_flows
 from labtools.lab import own_simpleperf
 from labtools.lab.machine_watch import LatenessWatch
@@ -57,13 +57,17 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from labtools.lab.session import LabSession
 
+#: what a probe returns: its measurement, or with ``repeat`` > 1 its runs judged together
+#: (while grading replays a results file without it: a stand-in that raises ReplayError
+#: when used, :class:`labtools.lab.replay.MissingMeasurement`)
+ProbeResult = Union[Measurement, RepeatedMeasurement]
 #: seconds the clients of concurrent flows get to reach the start gate
 GATE_READY_S = 30.0
 T = TypeVar("T")
 
 
 def repeated(lab: "LabSession", call: ProbeCall, repeat: int,
-             measure: Callable[[ProbeCall], T]) -> Any:
+             measure: Callable[[ProbeCall], T]) -> Union[T, RepeatedMeasurement]:
     """``measure`` once as the step ``call`` (``repeat`` 1: the measurement itself), or
     ``repeat`` times as steps of their own, each saved with the call and its place
     (``repeat``, ``run``), judged together on their medians
@@ -83,6 +87,14 @@ def repeated(lab: "LabSession", call: ProbeCall, repeat: int,
     return judge_repeated(runs, call=ProbeCall(call.probe, {**call.args, "repeat": repeat}),
                           started_at=getattr(runs[0], "started_at", ""),
                           finished_at=getattr(runs[-1], "finished_at", ""))
+
+
+def one_run(result: Union[T, RepeatedMeasurement]) -> T:
+    """The one measurement of a probe called without ``repeat`` (an :class:`InputError`
+    for runs judged together)."""
+    if isinstance(result, RepeatedMeasurement):
+        raise InputError(f"one run expected, got {len(result.runs)} judged together (repeat)")
+    return result
 
 
 class SocketWatch:
@@ -181,7 +193,7 @@ def run_tool(lab: "LabSession", tool: str, src: str, dst: str, argv: List[str],
 
 
 def ping(lab: "LabSession", src: str, dst: str, count: Optional[int] = None,
-         interval_s: Optional[float] = None, size_bytes: int = 56, repeat: int = 1) -> Any:
+         interval_s: Optional[float] = None, size_bytes: int = 56, repeat: int = 1) -> ProbeResult:
     """``ping`` from ``src`` to ``dst`` (by default the dense train of the session's
     durations): per-reply RTTs (ms), the summary and the verdict on the minimum RTT.
     ``repeat``: runs of the same call (see :func:`repeated`)."""
@@ -205,7 +217,7 @@ def iperf3(lab: "LabSession", src: str, dst: str, duration_s: Optional[float] = 
            interval_s: float = 1, omit_s: Optional[float] = None,
            window_bytes: Optional[int] = None, parallel: int = 1, reverse: bool = False,
            bidir: bool = False, udp: bool = False, rate_mbps: Optional[float] = None,
-           port: int = toolargs.DEFAULT_PORT, repeat: int = 1) -> Any:
+           port: int = toolargs.DEFAULT_PORT, repeat: int = 1) -> ProbeResult:
     """iperf3 from ``src`` (client) to a server the probe starts on ``dst``; JSON output
     with the server's own report (the receiver side). The warm-up (``omit_s``, by default
     :func:`labtools.judge.policy.warmup_s`) is left out with ``-O``. With a window
@@ -241,7 +253,7 @@ def _iperf3_run(lab: "LabSession", src: str, dst: str, options: toolargs.Iperf3O
 def iperf_udp(lab: "LabSession", src: str, dst: str, rate_mbps: float,
               duration_s: Optional[float] = None,
               datagram_bytes: int = IPERF_UDP_PAYLOAD_BYTES,
-              interval_s: Optional[float] = None, port: int = 5001, repeat: int = 1) -> Any:
+              interval_s: Optional[float] = None, port: int = 5001, repeat: int = 1) -> ProbeResult:
     """iperf 2 UDP at ``rate_mbps`` from ``src`` to a server on ``dst``; the summary carries
     the server report (received rate, jitter, lost/total). ``repeat``: runs of the same call
     (see :func:`repeated`)."""
@@ -274,7 +286,7 @@ def _simpleperf_ok(parsed: Parsed) -> None:
 
 def simpleperf(lab: "LabSession", src: str, dst: str, duration_s: Optional[float] = None,
                interval_s: float = 1, parallel: int = 1, port: int = 8088,
-               repeat: int = 1, program: Optional[Union[str, Path]] = None) -> Any:
+               repeat: int = 1, program: Optional[Union[str, Path]] = None) -> ProbeResult:
     """The kit's simpleperf from ``src`` to a server on ``dst``; the server's byte count
     is the receiver side, judged after the warm-up. ``repeat``: runs of the same call (see
     :func:`repeated`). ``program``: a student's own simpleperf (its folder or file) as the
@@ -307,7 +319,7 @@ def simpleperf(lab: "LabSession", src: str, dst: str, duration_s: Optional[float
 def concurrent_iperf3(lab: "LabSession", flows: Sequence[Flow],
                       duration_s: Optional[float] = None, omit_s: Optional[float] = None,
                       interval_s: float = 1, window_bytes: Optional[int] = None,
-                      repeat: int = 1) -> Any:
+                      repeat: int = 1) -> Union[FlowsMeasurement, RepeatedMeasurement]:
     """Several iperf3 flows at once, each to its own server, released together through a
     :class:`StartGate`; judged against their max-min fair shares (a flow's connections
     become ``-P``). Every flow's output is saved, the failed ones too, before an error is

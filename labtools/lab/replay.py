@@ -38,7 +38,7 @@ from labtools.errors import ReplayError, StoreError
 from labtools.judge import policy
 from labtools.judge.measurement import ProbeCall
 from labtools.lab.base import LabBase
-from labtools.model.catalog import from_dict
+from labtools.model.catalog import from_dict, split_spec
 from labtools.model.topology import Topology
 from labtools.results import ownership
 from labtools.results.records import RunRecord
@@ -117,11 +117,12 @@ class ReplaySession(LabBase):
               case: str) -> Optional[Topology]:
         """The student's own topology; sets :attr:`problem` when the results file's runs
         of ``case`` are not theirs (the first reason found)."""
-        own = ownership.bound_topology(spec, binding, recorded)
+        name, params = split_spec(spec)
+        own = ownership.bound_topology(name, params, binding, recorded)
         if own is None:  # a topology without variants: nothing to bind
             return None
         if self.store is not None and not self.problem:
-            self.problem = ownership.case_problem(self.store, case, spec, binding,
+            self.problem = ownership.case_problem(self.store, case, name, params, binding,
                                                   str(self.results))
         return own
 

@@ -38,6 +38,7 @@ from typing import (
     Union,
 )
 
+from labtools import settings
 from labtools.errors import (
     EnvironmentProblem,
     LabtoolsError,
@@ -60,7 +61,6 @@ from labtools.lab.processes import (
 )
 from labtools.model.calibration import CalibrationNetwork
 from labtools.model.topology import Topology, needs_netem
-from labtools.results.ownership import own_student
 from labtools.results.records import RunRecord, utc_now
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -264,7 +264,7 @@ class LabSession(LabBase, HostRunner):
         m.finished_at = m.finished_at or utc_now()
         if self.store is not None:
             m.run_id = self.store.save(RunRecord.from_measurement(
-                m, durations=self.durations.name, student=own_student() or None,
+                m, durations=self.durations.name, student=settings.current().student,
                 **self._meta(m.tool, m.call)))
         return m.run_id
 
@@ -286,9 +286,10 @@ class LabSession(LabBase, HostRunner):
         if tool not in self._versions:
             from labtools import __version__
             from labtools.system.capabilities import tool_info
+            from labtools.tools.registry import TOOLS
 
-            self._versions[tool] = (
-                __version__ if tool == "simpleperf" else tool_info(tool).version)
+            own = tool in TOOLS and TOOLS[tool].kits_own
+            self._versions[tool] = __version__ if own else tool_info(tool).version
         return self._versions[tool]
 
 

@@ -39,7 +39,7 @@ import math
 import os
 import re
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Mapping, Tuple
 
 from labtools import settings
 from labtools.errors import TopologyError
@@ -71,8 +71,13 @@ def available() -> List[str]:
     return sorted(p.stem for p in folder.glob("*.py") if not p.stem.startswith("_"))
 
 
+#: parameters whose value is text whatever it looks like (an id: ``variant=007`` is not 7)
+TEXT_PARAMETERS = ("variant",)
+
+
 def split_spec(spec: str) -> Tuple[str, Dict[str, Any]]:
-    """``'dumbbell,pairs=3'`` -> ``('dumbbell', {'pairs': 3})`` (numbers become numbers)."""
+    """``'dumbbell,pairs=3'`` -> ``('dumbbell', {'pairs': 3})`` (numbers become numbers,
+    except in :data:`TEXT_PARAMETERS`)."""
     if not isinstance(spec, str):
         raise TopologyError(f"a topology spec is text like dumbbell,pairs=3, not {spec!r}")
     head, *rest = spec.split(",")
@@ -84,8 +89,20 @@ def split_spec(spec: str) -> Tuple[str, Dict[str, Any]]:
             raise TopologyError(f"bad topology parameter {item!r}: write key=value")
         if key in params:
             raise TopologyError(f"topology parameter {key!r} is given twice")
-        params[key] = _number_or_text(key, value.strip())
+        value = value.strip()
+        params[key] = value if key in TEXT_PARAMETERS else _number_or_text(key, value)
     return head.strip(), params
+
+
+def legacy_text(key: str, value: str) -> str:
+    """How a spec read ``key=value`` before a text parameter stayed text, as text: a
+    number-like ``value`` as its number (``007`` as ``7``), ``true``, ``false`` and
+    ``none`` as Python names; the value itself when it read as text then too. Grading
+    accepts a variant recorded this way (:mod:`labtools.results.ownership`)."""
+    try:
+        return str(_number_or_text(key, value))
+    except TopologyError:  # a number too large: it never made a topology
+        return value
 
 
 def _number_or_text(key: str, value: str) -> Any:
@@ -106,7 +123,13 @@ def load_topology(spec: str) -> Topology:
     ``rate_scale=F`` (any topology) scales every link rate by ``F``
     (:mod:`labtools.model.scaling`; a file whose params hold a ``rate_scale`` of its own
     is scaled already: ``F`` must be that factor, or left out)."""
-    head, params = split_spec(spec)
+    return build_topology(*split_spec(spec))
+
+
+def build_topology(head: str, params: Mapping[str, Any]) -> Topology:
+    """The topology ``head`` (a kit topology's name, or a file) with ``params``: what
+    :func:`load_topology` builds from a spec, without the spec's text."""
+    params = dict(params)
     scale = params.pop(scaling.PARAMETER, _NOT_GIVEN)
     path = _topology_path(head)
     if path.suffix == ".json":

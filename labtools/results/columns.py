@@ -22,9 +22,9 @@ from labtools.judge.capacity import CapacitySummary
 from labtools.judge.measurement import JudgeContext, ProbeCall
 from labtools.judge.shares import SharesSummary
 from labtools.judge.verdicts import Verdict
-from labtools.results.ownership import STUDENT_KEY
 from labtools.results.records import (
     GROUP_KINDS,
+    STUDENT_KEY,
     Environment,
     GroupRecord,
     GroupSummary,

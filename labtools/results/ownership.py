@@ -26,20 +26,23 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, FrozenSet, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, FrozenSet, List, Mapping, Optional, Tuple
 
-from labtools import settings
 from labtools.errors import InputError, StoreError, TopologyError
 from labtools.model import scaling
-from labtools.model.catalog import from_dict, load_topology, split_spec, to_dict
+from labtools.model.catalog import build_topology, from_dict, legacy_text, to_dict
 from labtools.model.topology import Topology
+from labtools.results.records import STUDENT_KEY
+
+if TYPE_CHECKING:  # pragma: no cover
+    from labtools.results.store import ResultStore
 
 #: the course's list of students bound to other variants than their id
 VARIANTS_FILE = "labtools-variants.csv"
 #: nbgrader's folder of autograded submissions (``CourseDirectory.autograded_directory``)
 AUTOGRADED = "autograded"
-#: the run context's key of the student who measured
-STUDENT_KEY = "student"
+#: the topology parameter that names a variant
+VARIANT = "variant"
 #: characters a variant cannot hold (a topology spec separates its parameters with them)
 _SPEC_CHARACTERS = (",", "=")
 
@@ -146,18 +149,15 @@ def graded_binding(folder: Path) -> Optional[Binding]:
     return bind(student, course_variants(course))
 
 
-def own_student() -> str:
-    """The student measuring, when the lab knows it: the JupyterHub user ('' otherwise)."""
-    return settings.current().hub_user
+def accepted_variants(variant: str) -> FrozenSet[str]:
+    """The recorded variants that are ``variant``: itself, and the form a spec gave a
+    number-like id before variants stayed text (``007`` recorded as ``7``: runs made
+    with the kit before stop 38, on the network that form draws)."""
+    return frozenset({variant, legacy_text(VARIANT, variant)})
 
 
-def spec_value(variant: str) -> str:
-    """A variant as a topology spec reads it back (``007`` is the number 7), as text."""
-    return str(split_spec(f"x,variant={variant}")[1]["variant"])
-
-
-def recorded_owners(store: Any, case: str) -> List[RecordedOwner]:
-    """Who the runs of ``case`` in ``store`` (a ResultStore) say they belong to."""
+def recorded_owners(store: "ResultStore", case: str) -> List[RecordedOwner]:
+    """Who the runs of ``case`` in ``store`` say they belong to."""
     rows = store.query('SELECT id, topology_json, context_json FROM runs WHERE "case" = ?',
                        (case,))
     counts: Counter = Counter()
@@ -175,8 +175,8 @@ def ownership_problem(binding: Binding, owners: List[RecordedOwner], where: str)
     """One line on why runs said to belong to ``owners`` are not the bound student's own;
     '' when they are."""
     total = sum(o.runs for o in owners)
-    want = spec_value(binding.variant)
-    foreign = [o for o in owners if o.variant != want]
+    want = accepted_variants(binding.variant)
+    foreign = [o for o in owners if o.variant not in want]
     if foreign:
         got = " and ".join(sorted({f"variant {o.variant!r}" if o.variant else
                                    "the reference topology (no variant)" for o in foreign}))
@@ -194,42 +194,30 @@ def ownership_problem(binding: Binding, owners: List[RecordedOwner], where: str)
     return ""
 
 
-def bound_spec(spec: str, variant: Optional[str], recorded: Optional[Topology]) -> str:
-    """The notebook's topology ``spec`` with ``variant`` (none: without one) and the rate
-    scale the student measured with (a machine too slow for the lab's rates may scale them)."""
-    head, params = split_spec(spec)
-    params.pop("variant", None)
-    params.pop(scaling.PARAMETER, None)
-    if variant is not None:
-        params["variant"] = variant
-    factor = None if recorded is None else recorded.params.get(scaling.PARAMETER)
-    if factor is not None:
-        params[scaling.PARAMETER] = scaling.check_scale(factor)
-    return ",".join([head, *(f"{k}={v}" for k, v in params.items())])
-
-
-def bound_topology(spec: str, binding: Binding, recorded: Optional[Topology]
-                   ) -> Optional[Topology]:
-    """The student's own topology for the notebook's ``spec``; None when that topology
-    takes no variant (a course's own topology file), which leaves nothing to bind.
+def bound_topology(name: str, params: Mapping[str, Any], binding: Binding,
+                   recorded: Optional[Topology]) -> Optional[Topology]:
+    """The student's own topology for the notebook's topology ``name`` with ``params``
+    (their variant, and the rate scale they measured with: a machine too slow for the
+    lab's rates may scale them); None when that topology takes no variant (a course's own
+    topology file), which leaves nothing to bind. A run recorded on the form a number-like
+    id once took (:func:`accepted_variants`) is bound to the network that form draws.
 
     Raises:
         TopologyError: the notebook's topology itself cannot be built.
     """
-    load_topology(bound_spec(spec, None, recorded))
+    base = {k: v for k, v in params.items() if k not in (VARIANT, scaling.PARAMETER)}
+    factor = None if recorded is None else recorded.params.get(scaling.PARAMETER)
+    if factor is not None:
+        base[scaling.PARAMETER] = scaling.check_scale(factor)
+    variant = binding.variant
+    was = None if recorded is None else recorded.params.get(VARIANT)
+    if isinstance(was, str) and was != variant and was in accepted_variants(variant):
+        variant = was
     try:
-        return load_topology(bound_spec(spec, binding.variant, recorded))
+        return build_topology(name, {**base, VARIANT: variant})
     except TopologyError:
+        build_topology(name, base)  # the notebook's topology itself: its error
         return None
-
-
-def spec_of(topology: Topology) -> str:
-    """The spec that builds ``topology`` again from the kit's catalog: its name and
-    parameters (``dumbbell,bw_mbps=20,pairs=4,variant=s1``)."""
-    words = [topology.name]
-    for key, value in topology.params.items():
-        words.append(f"{key}={'none' if value is None else value}")
-    return ",".join(words)
 
 
 def own_topology(recorded: Topology, binding: Binding) -> Optional[Topology]:
@@ -237,7 +225,7 @@ def own_topology(recorded: Topology, binding: Binding) -> Optional[Topology]:
     same topology and parameters with their own variant (None when the kit cannot build
     it, e.g. a topology file of the course's own)."""
     try:
-        return bound_topology(spec_of(recorded), binding, recorded)
+        return bound_topology(recorded.name, recorded.params, binding, recorded)
     except (TopologyError, InputError):
         return None
 
@@ -258,7 +246,7 @@ def topology_problem(recorded: Topology, own: Topology, where: str) -> str:
     return ""
 
 
-def recorded_topologies(store: Any, case: str) -> List[Topology]:
+def recorded_topologies(store: "ResultStore", case: str) -> List[Topology]:
     """The distinct topologies the runs of ``case`` in ``store`` were measured on."""
     rows = store.query('SELECT DISTINCT topology_json FROM runs WHERE "case" = ? AND '
                        "topology_json IS NOT NULL", (case,))
@@ -271,14 +259,15 @@ def recorded_topologies(store: Any, case: str) -> List[Topology]:
     return found
 
 
-def case_problem(store: Any, case: str, spec: str, binding: Binding, where: str) -> str:
+def case_problem(store: "ResultStore", case: str, name: str, params: Mapping[str, Any],
+                 binding: Binding, where: str) -> str:
     """One line on why the runs of ``case`` in ``store`` are not the bound student's own
-    measurements on the notebook's topology ``spec``; '' when they are."""
+    measurements on the notebook's topology ``name`` with ``params``; '' when they are."""
     problem = ownership_problem(binding, recorded_owners(store, case), where)
     for recorded in recorded_topologies(store, case):
         if problem:
             break
-        own = bound_topology(spec, binding, recorded)
+        own = bound_topology(name, params, binding, recorded)
         if own is not None:
             problem = topology_problem(recorded, own, where)
     return problem

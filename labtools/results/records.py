@@ -42,6 +42,9 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat()
 
 
+#: the run context's key of the student who measured (``RunRecord.student``)
+STUDENT_KEY = "student"
+
 @dataclass(frozen=True)
 class Environment:
     """Where a measurement runs: kernel (``uname -r``), host name, emulation (the VM runner

@@ -239,7 +239,7 @@ def _read(store: ResultStore, sub: Submission, rows: List[Dict[str, Any]],
             continue
         recorded = from_dict(first.topology_dict)
         try:
-            problem = ownership.case_problem(store, case, ownership.spec_of(recorded),
+            problem = ownership.case_problem(store, case, recorded.name, recorded.params,
                                              sub.binding, str(sub.results))
         except LabtoolsError as err:
             problem = f"the recorded topology cannot be built again: {err}"

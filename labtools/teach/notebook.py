@@ -83,13 +83,12 @@ def variant() -> str:
     """The student's variant: ``$LABTOOLS_VARIANT``, else the first line of
     ``labtools-variant.txt`` in the notebook's folder, else the JupyterHub user's name,
     else '' (the reference values)."""
-    from labtools.results.ownership import own_student
 
     chosen = settings.current().variant
     if not chosen and Path(VARIANT_FILE).is_file():
         lines = Path(VARIANT_FILE).read_text(encoding="utf-8").strip().splitlines()
         chosen = lines[0].strip() if lines else ""
-    return chosen or own_student()
+    return chosen or settings.current().hub_user
 
 
 def grading() -> bool:

@@ -20,6 +20,7 @@ import math
 import numbers
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Union
 
+from labtools import settings
 from labtools.judge.exercises import grade
 from labtools.judge.prediction_order import MeasuredCall, first_measured, judge_record
 from labtools.lab.replay import ReplaySession
@@ -73,13 +74,12 @@ def checked_answers(lab: Union[LabSession, ReplaySession],
         secret = ~(table["correct"].astype(bool) | table["question"].isin(measured))
         table["expected"] = table["expected"].where(~secret, math.nan)
     if store is not None and not lab.replaying:
-        from labtools.results.ownership import own_student
 
         store.save_predictions([
             Prediction(question=str(row["question"]), answer=_number(row["answer"]),
                        correct=bool(row["correct"]), case=lab.case,
                        session_id=str(getattr(lab, "session_id", "")),
-                       topology=lab.topo.name, student=own_student() or None)
+                       topology=lab.topo.name, student=settings.current().student)
             for row in table.to_dict("records")])
     problem = str(getattr(lab, "problem", "") or "")
     if store is None or problem:

@@ -30,6 +30,7 @@ import re
 import shlex
 from typing import Any, Iterator, List, Optional, Tuple
 
+from labtools import settings
 from labtools.errors import InputError
 from labtools.results.records import utc_now
 from labtools.results.transcripts import ShellCommand, ShellTranscript
@@ -176,7 +177,6 @@ def _keep(lab: Any, node: str, typed: str, argv: List[str], output: Any,
     store = getattr(lab, "store", None)
     if store is None:
         return
-    from labtools.results.ownership import own_student
 
     line = shlex.join(argv) if _PLACEHOLDER.search(typed) else typed
     text = str(output.text)
@@ -184,7 +184,7 @@ def _keep(lab: Any, node: str, typed: str, argv: List[str], output: Any,
         node=node, commands=[ShellCommand(line, text, getattr(output, "exit_status", None))],
         transcript=text, started_at=started_at, ended_at=utc_now(), ended_by="run_on",
         session_id=str(getattr(lab, "session_id", "")), case=str(getattr(lab, "case", "")),
-        topology=lab.topo.name, student=own_student() or None))
+        topology=lab.topo.name, student=settings.current().student))
 
 
 def shell_transcripts(lab: Any, node: Optional[str] = None) -> List[ShellTranscript]:

@@ -67,14 +67,15 @@ def run_ping(lab: "LabSession", s: RunSettings) -> "Judged":
     from labtools.lab import probes
 
     count = max(3, round(s.duration_s / MIN_RTT_PING_INTERVAL_S))
-    return probes.ping(lab, s.src, s.dst, count=count, interval_s=MIN_RTT_PING_INTERVAL_S)
+    return probes.one_run(
+        probes.ping(lab, s.src, s.dst, count=count, interval_s=MIN_RTT_PING_INTERVAL_S))
 
 
 def run_iperf3(lab: "LabSession", s: RunSettings) -> "Judged":
     """iperf3 TCP ``src`` -> ``dst``, 1 s intervals, the warm-up left out."""
     from labtools.lab import probes
 
-    return probes.iperf3(lab, s.src, s.dst, duration_s=s.duration_s)
+    return probes.one_run(probes.iperf3(lab, s.src, s.dst, duration_s=s.duration_s))
 
 
 def run_udp(lab: "LabSession", s: RunSettings) -> "Judged":
@@ -83,14 +84,15 @@ def run_udp(lab: "LabSession", s: RunSettings) -> "Judged":
 
     if not s.rate_mbps or s.rate_mbps <= 0:
         raise InputError("give the UDP rate to offer (Mbit/s > 0)")
-    return probes.iperf_udp(lab, s.src, s.dst, s.rate_mbps, duration_s=s.duration_s, interval_s=1)
+    return probes.one_run(
+        probes.iperf_udp(lab, s.src, s.dst, s.rate_mbps, duration_s=s.duration_s, interval_s=1))
 
 
 def run_simpleperf(lab: "LabSession", s: RunSettings) -> "Judged":
     """The kit's simpleperf ``src`` -> ``dst`` with 1 s intervals."""
     from labtools.lab import probes
 
-    return probes.simpleperf(lab, s.src, s.dst, duration_s=s.duration_s)
+    return probes.one_run(probes.simpleperf(lab, s.src, s.dst, duration_s=s.duration_s))
 
 
 def run_flows(lab: "LabSession", s: RunSettings) -> "Judged":
@@ -98,7 +100,8 @@ def run_flows(lab: "LabSession", s: RunSettings) -> "Judged":
     from labtools.lab import probes
     from labtools.model.fairness import parse_flows
 
-    return probes.concurrent_iperf3(lab, parse_flows(s.flows, lab.topo), duration_s=s.duration_s)
+    return probes.one_run(
+        probes.concurrent_iperf3(lab, parse_flows(s.flows, lab.topo), duration_s=s.duration_s))
 
 
 #: test name (as the dropdown shows it) -> runner(lab, RunSettings) -> judged result

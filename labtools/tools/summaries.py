@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Type, TypeVar, Union
 
 from labtools.errors import InputError
+from labtools.tools.registry import RATE, RTT, descriptor
 from labtools.tools.rows import Rows
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -262,8 +263,8 @@ def _tcp(parsed: "Parsed", warmup_s: float) -> RateSummary:
 
 def _udp(parsed: "Parsed") -> UdpSummary:
     s = parsed.summary
-    lost = s.get("lost") if parsed.tool == "iperf" else s.get("lost_packets")
-    total = s.get("total") if parsed.tool == "iperf" else s.get("packets")
+    lost_key, total_key = descriptor(parsed.tool).udp_count_keys
+    lost, total = s.get(lost_key), s.get(total_key)
     return UdpSummary(
         sender_mbps=_num(s.get("sender_mbps")), receiver_mbps=_num(s.get("receiver_mbps")),
         jitter_ms=_num(s.get("jitter_ms")), lost=_int(lost), total=_int(total),
@@ -278,10 +279,23 @@ def is_udp(parsed: "Parsed") -> bool:
     return str(parsed.summary.get("protocol", "")).upper() == "UDP"
 
 
+def _rate(parsed: "Parsed", warmup_s: float) -> Union[RateSummary, UdpSummary]:
+    return _udp(parsed) if is_udp(parsed) else _tcp(parsed, warmup_s)
+
+
+#: a tool's summary kind (:mod:`labtools.tools.registry`) -> what summarizes its runs
+SUMMARIZERS: Dict[str, Callable[["Parsed", float], Summary]] = {
+    RTT: lambda parsed, _warmup_s: _rtt(parsed),
+    RATE: _rate,
+}
+
+
 def summarize(parsed: "Parsed", warmup_s: float = 0.0) -> Summary:
-    """The typed summary of a parsed run (``warmup_s``: seconds the rate leaves out)."""
-    if parsed.tool == "ping":
-        return _rtt(parsed)
-    if is_udp(parsed):
-        return _udp(parsed)
-    return _tcp(parsed, warmup_s)
+    """The typed summary of a parsed run (``warmup_s``: seconds the rate leaves out), as
+    its tool's descriptor says; an :class:`InputError` for a tool whose output is not a
+    measurement."""
+    kind = descriptor(parsed.tool).summary_kind
+    if kind not in SUMMARIZERS:
+        raise InputError(f"{parsed.tool}'s output is a reading, not a measurement: "
+                         "it has no summary")
+    return SUMMARIZERS[kind](parsed, warmup_s)
