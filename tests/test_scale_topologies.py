@@ -141,3 +141,19 @@ def test_every_topology_file_runs_as_mn_custom_execs_it(tmp_path):
         assert proc.returncode == 0, (name, proc.stderr[-1500:])
         hosts, links = map(int, proc.stdout.split())
         assert hosts >= 2 and links >= 1, (name, proc.stdout)
+
+
+def test_every_topology_file_finds_the_kit_with_the_same_one_line():
+    """The only lines a topology file cannot share (they find the shared code) are one line,
+    the same in every file: no file grows its own variant of the fallback."""
+    from labtools.model.catalog import topologies_dir
+
+    finder = [line for line in
+              (topologies_dir() / "star.py").read_text().splitlines() if "sys.path" in line]
+    assert len(finder) == 1 and finder[0].startswith("sys.path.append("), finder
+    for path in sorted(topologies_dir().glob("*.py")):
+        text = path.read_text()
+        lines = [line for line in text.splitlines() if "sys.path" in line]
+        assert lines == finder, (path.name, lines)
+        assert "except ImportError" not in text, path.name
+        assert text.count("mininet_topos(") == 1, path.name

@@ -17,12 +17,8 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-try:
-    import labtools  # noqa: F401
-except ImportError:  # plain `mn --custom` outside the kit's venv: use this checkout
-    # (mn runs this file with exec(), where __file__ is not set; the code object knows it)
-    _here = Path(inspect.currentframe().f_code.co_filename)  # type: ignore[union-attr]
-    sys.path.insert(0, str(_here.resolve().parent.parent))
+# plain `mn --custom` (the system's Python; exec(), so no __file__) finds this checkout's kit
+sys.path.append(str(Path(inspect.currentframe().f_code.co_filename).resolve().parents[1]))  # type: ignore[union-attr]
 
 from labtools.errors import TopologyError
 from labtools.lab.mn_custom import mininet_topos
