@@ -43,7 +43,8 @@ if [ "${1:-}" = "--serve" ]; then
         export JUPYTER_CONFIG_PATH="$student_config${JUPYTER_CONFIG_PATH:+:$JUPYTER_CONFIG_PATH}"
     fi
     cd "$here"
-    exec "$venv/bin/jupyter" lab --no-browser --allow-root \
+    # jupyter lab, less its import-time call of node (labtools/teach/lab_server.py says why)
+    exec "$venv/bin/python" -m labtools.teach.lab_server --no-browser --allow-root \
         --ip="${LABTOOLS_VM_ADDR:-127.0.0.1}" --port="$port" --ServerApp.port_retries=0 \
         --ServerApp.root_dir="$root" --KernelManager.shutdown_wait_time=120 \
         --ServerApp.custom_display_url="http://127.0.0.1:$port/lab" \

@@ -169,6 +169,15 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
 else
     say "kit: already installed in $venv"
 fi
+# rfc3987-syntax (pulled in by jsonschema's format-nongpl extra, for jupyter-events) builds a
+# Lark grammar whenever jsonschema is imported: 1.6 s of CPU on this machine at every start
+# of JupyterLab and of every nbgrader command, 36 s in the lab VM under software emulation
+# (a third of `make lab`'s wait). It only checks the syntax of "iri" strings in Jupyter's
+# event schemas; without it jsonschema skips that one check, nothing else changes.
+if "$venv/bin/python" -c 'import importlib.util as u, sys; sys.exit(u.find_spec("rfc3987_syntax") is None)'; then
+    say "removing rfc3987-syntax from $venv (its grammar costs every Jupyter start; see setup.sh)"
+    "$venv/bin/python" -m pip uninstall -q -y rfc3987-syntax
+fi
 if [ "$dev_only" = yes ]; then
     "$venv/bin/python" -c "import labtools" \
         || { echo "[setup] the venv cannot import labtools" >&2; exit 1; }

@@ -68,3 +68,54 @@ def test_a_kernel_booting_the_lab_vm_has_longer_than_jupyter_servers_minute():
 def test_jupyterlab_is_started_with_the_kits_manager(script):
     option = f"--ServerApp.kernel_manager_class={LabKernelManager.__module__}.LabKernelManager"
     assert option in (ROOT / script).read_text()
+
+
+_NODE_CALLS = """
+import subprocess, sys
+seen = []
+real = subprocess.check_output
+def spy(argv, *a, **k):
+    seen.append(str(argv[0]))
+    return real(argv, *a, **k)
+subprocess.check_output = spy
+if sys.argv[1] == "skip":
+    from labtools.teach.lab_server import skip_yarn_config
+    skip_yarn_config()
+import jupyterlab.labapp
+print(sum("node" in s for s in seen))
+"""
+
+
+@pytest.mark.parametrize("how", ["skip", "plain"])
+def test_the_lab_starts_without_asking_node_for_npms_registry(how):
+    """Importing JupyterLab runs ``node yarn.js config`` where Node.js is installed (18.6 s in
+    the lab VM under emulation); the lab's launcher skips it. The plain import shows that the
+    check sees the call where it happens (skipped where this machine has no Node.js)."""
+    import shutil
+    import subprocess
+    import sys
+
+    if how == "plain" and shutil.which("node") is None:
+        pytest.skip("no Node.js here: JupyterLab never calls it")
+    proc = subprocess.run([sys.executable, "-c", _NODE_CALLS, how], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-1500:]
+    calls = int(proc.stdout.split()[-1])
+    assert calls == (0 if how == "skip" else 1), proc.stdout
+
+
+def test_jupyter_starts_without_building_the_iri_grammar():
+    """setup.sh removes rfc3987-syntax, whose Lark grammar jsonschema built at every start of
+    JupyterLab and of every nbgrader command (1.6 s here, 36 s in the lab VM); jsonschema then
+    skips only the "iri" format check. Checked in a venv that setup.sh made."""
+    import subprocess
+    import sys
+
+    if not (Path(sys.prefix) / ".labtools-installed").exists():
+        pytest.skip("this venv was not made by scripts/setup.sh")
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-c",
+                           "import jupyter_server.serverapp, nbgrader.apps, jsonschema"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-1500:]
+    assert "jsonschema._format" in proc.stderr  # the module that would import it
+    assert "rfc3987_syntax.syntax_helpers" not in proc.stderr  # an attempt is listed, not this
