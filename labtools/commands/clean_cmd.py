@@ -1,4 +1,4 @@
-"""``labtools clean``: remove what a crashed lab run left behind (like ``mn -c``).
+"""``labtools clean``: remove what a crashed lab left behind (like ``mn -c``).
 
     labtools clean [--dry-run] [--no-mn] [--json]
 
@@ -31,7 +31,7 @@ def add_parser(sub: Any) -> None:
     """Register ``labtools clean``."""
     p = sub.add_parser("clean", help="remove leftovers of a crashed run (like mn -c)",
                        description="Remove the processes, interfaces, bridges and "
-                       "namespaces a crashed lab run left behind.")
+                       "namespaces a crashed lab left behind.")
     p.add_argument("--dry-run", action="store_true", help="only show what would be removed")
     p.add_argument("--no-mn", action="store_true",
                    help="do not run Mininet's own `mn -c` afterwards")

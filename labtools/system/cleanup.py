@@ -1,4 +1,4 @@
-"""Leftovers of crashed lab runs: find them, remove them, and keep a lab from leaving any.
+"""Leftovers of crashed labs: find them, remove them, and keep a lab from leaving any.
 
 A lab with Linux bridges (the default) cannot leave any: its whole network lives in a
 sandbox that ends with its process (:mod:`labtools.lab.sandbox`). Its processes live in a
@@ -125,7 +125,7 @@ def _plural(n: int, one: str, many: str) -> str:
 
 # --- finding ---------------------------------------------------------------------------
 def find_leftovers() -> Leftovers:
-    """Everything a crashed lab run may have left (see the module docstring)."""
+    """Everything a crashed lab may have left (see the module docstring)."""
     namespaces = _named_namespaces()
     table = _process_table()
     sandboxed = sandbox_leftovers.sandboxed(list(table))

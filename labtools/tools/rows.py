@@ -4,7 +4,7 @@ A parser's per-sample rows, a capacity search's steps and the shares of concurre
 are kept as :class:`Rows`. Measuring, judging and saving read them as they are;
 :meth:`Rows.frame` makes the pandas DataFrame a notebook, a plot or ``labtools results``
 shows. pandas takes about 20 s to import under software emulation (the lab VM without
-KVM), so a lab run that only measures, judges and saves never loads it.
+KVM), so a lab that only measures, judges and saves never loads it.
 
 Column types are pandas dtype names: ``int64``, ``Int64`` (integers, None where unknown),
 ``float64``, ``bool``, ``object``, and :data:`TIME_DTYPE` for a point in time, kept in the
