@@ -119,3 +119,62 @@ def test_jupyter_starts_without_building_the_iri_grammar():
     assert proc.returncode == 0, proc.stderr[-1500:]
     assert "jsonschema._format" in proc.stderr  # the module that would import it
     assert "rfc3987_syntax.syntax_helpers" not in proc.stderr  # an attempt is listed, not this
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_students_lab_answers_before_nbgrader_and_then_has_it(tmp_path):
+    """A student's JupyterLab (the student config, started as make lab starts it) answers
+    before nbgrader is imported; the assignment list and validation answer soon after, from
+    nbgrader's own handlers (not 404), and the log says they were loaded later."""
+    import os
+    import subprocess
+    import sys
+    import time
+    import urllib.error
+    import urllib.request
+
+    port, token = _free_port(), "t0k3n"
+    env = dict(os.environ, JUPYTER_CONFIG_PATH=str(
+        ROOT / "deploy/image/etc/labtools/jupyter/student"), JUPYTER_TOKEN=token,
+        HOME=str(tmp_path), JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"))
+    log = tmp_path / "lab.log"
+    with log.open("w") as out:
+        lab = subprocess.Popen([sys.executable, "-m", "labtools.teach.lab_server",
+                                "--no-browser", "--allow-root", f"--port={port}",
+                                "--ServerApp.port_retries=0",
+                                f"--ServerApp.root_dir={tmp_path}"],
+                               env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        def status(path: str) -> int:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/{path}?token={token}"
+                                            "&course_id=none", timeout=10) as reply:
+                    return int(reply.status)
+            except urllib.error.HTTPError as exc:
+                return exc.code
+            except OSError:
+                return 0
+
+        deadline = time.monotonic() + 180
+        while status("api/status") != 200:
+            assert lab.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
+            time.sleep(0.5)
+        while status("assignments") == 404:
+            assert time.monotonic() < deadline, log.read_text()[-2000:]
+            time.sleep(0.5)
+        assert status("assignments") == 200
+        text = log.read_text()
+        assert "nbgrader.server_extensions.assignment_list loaded once the server ran" in text
+        assert "nbgrader.server_extensions.validate_assignment loaded once the server ran" \
+            in text
+        assert "took" not in [line for line in text.splitlines() if "nbgrader" in line][0]
+    finally:
+        lab.terminate()
+        lab.wait(timeout=60)

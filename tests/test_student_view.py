@@ -107,7 +107,8 @@ INSTRUCTOR_SERVER = ("nbgrader.server_extensions.formgrader",
 #: what a student's server does not load either: the language-server bridge (no language
 #: server is installed; its import took 13 s of the lab VM's start under emulation)
 NOT_LOADED = ("jupyter_lsp",)
-#: what a student on a course uses: the assignment list (fetch, submit) and validation
+#: what a student on a course uses: the assignment list (fetch, submit) and validation,
+#: loaded once the server runs (labtools.teach.deferred_extensions)
 STUDENT_SERVER = ("nbgrader.server_extensions.assignment_list",
                   "nbgrader.server_extensions.validate_assignment")
 
@@ -125,11 +126,11 @@ print(json.dumps({"server": app.jpserver_extensions,
 
 def _served_config_path(tmp_path: Path, mode: str) -> str:
     """JUPYTER_CONFIG_PATH as ``scripts/lab.sh --serve`` hands it to ``jupyter lab`` (a
-    stand-in ``jupyter`` records it instead of starting the lab)."""
+    stand-in for the venv's ``python``, which starts the lab, records it instead)."""
     venv = tmp_path / mode / "venv"
     (venv / "bin").mkdir(parents=True)
     record = tmp_path / mode / "config-path"
-    fake = venv / "bin" / "jupyter"
+    fake = venv / "bin" / "python"
     fake.write_text(f'#!/bin/sh\nprintf %s "${{JUPYTER_CONFIG_PATH:-}}" > {record}\n')
     fake.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if k != "JUPYTER_CONFIG_PATH"}
@@ -155,7 +156,12 @@ def test_a_students_lab_has_no_instructor_tools(tmp_path):
     assert set(INSTRUCTOR_PLUGINS) <= set(loaded["lab_disabled"])
     assert not [p for p in loaded["lab_disabled"] if "assignment-list" in p]
     assert not [name for name in INSTRUCTOR_SERVER + NOT_LOADED if loaded["server"].get(name)]
-    assert all(loaded["server"].get(name) for name in STUDENT_SERVER)
+    # the student's two are loaded once the server runs (tests/test_lab_server.py)
+    from labtools.teach.deferred_extensions import DEFERRED
+
+    assert loaded["server"].get("labtools.teach.deferred_extensions")
+    assert DEFERRED == STUDENT_SERVER
+    assert not [name for name in STUDENT_SERVER if loaded["server"].get(name)]
 
     service = (ROOT / "scripts" / "lab-service.sh").read_text()
     student_branch = service.split('if [ "$mode" = student ]; then', 1)[1].split("\nfi\n")[0]
