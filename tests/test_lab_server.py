@@ -175,6 +175,8 @@ def test_a_students_lab_answers_before_nbgrader_and_then_has_it(tmp_path):
         assert "nbgrader.server_extensions.validate_assignment loaded once the server ran" \
             in text
         assert "took" not in [line for line in text.splitlines() if "nbgrader" in line][0]
+        # the server was serving before nbgrader's extensions were loaded into it
+        assert text.index("is running at") < text.index("assignment_list loaded once")
     finally:
         lab.terminate()
         lab.wait(timeout=60)
