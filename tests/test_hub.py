@@ -483,18 +483,21 @@ def test_instructor_releases_the_lab(course: Course):
 ANSWERED = re.compile(r"^\[I [^]]*\] [23]\d\d (GET|PUT|POST|PATCH|DELETE|HEAD) ")
 
 
-def server_log(user: str, lines: int = 80, since_s: Optional[float] = None) -> str:
-    """The last ``lines`` lines of ``user``'s server (JupyterLab, its kernels, the lab VM's
-    boot) other than the requests it answered, since ``since_s`` (Unix time) if given;
-    the whole log is kept in results/hub/USER-server.log (the container goes when the hub
-    stops it)."""
-    name = f"labhub-{COURSE}_u-{user}"
+def container_log(user: str, since_s: Optional[float] = None) -> str:
+    """The whole log of ``user``'s server (JupyterLab, its kernels, the lab VM's boot), each
+    line after its time stamp; only what came since ``since_s`` (Unix time) if given."""
     since = [] if since_s is None else ["--since", f"{since_s:.3f}"]
-    proc = subprocess.run([DOCKER, "logs", "-t", *since, name], capture_output=True,
-                          text=True, timeout=60, check=False)
-    text = (proc.stdout + proc.stderr).strip()
-    if since_s is None:
-        (OUT / f"{user}-server.log").write_text(text + "\n")
+    proc = subprocess.run([DOCKER, "logs", "-t", *since, f"labhub-{COURSE}_u-{user}"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    return (proc.stdout + proc.stderr).strip()
+
+
+def server_log(user: str, lines: int = 80) -> str:
+    """The last ``lines`` lines of ``user``'s server log other than the requests it
+    answered; the whole log is kept in results/hub/USER-server.log (the container goes when
+    the hub stops it)."""
+    text = container_log(user)
+    (OUT / f"{user}-server.log").write_text(text + "\n")
     kept = [line for line in text.splitlines()
             if not ANSWERED.match(line.partition(" ")[2])]
     return "\n".join(kept[-lines:])
@@ -518,7 +521,7 @@ def open_lab_in_browser(person: Person) -> None:
             break
         if time.monotonic() - checked > 10:  # the kernel's VM, from its server's log
             checked = time.monotonic()
-            log = server_log(person.name, lines=10**6, since_s=opened_at)
+            log = container_log(person.name, since_s=opened_at)
             ended = KERNEL_ENDED.search(log)
             assert not ended, (f"{person.name}: the notebook's kernel ended while starting "
                                f"({ended.group(0)!r}); its server's log without the requests "
