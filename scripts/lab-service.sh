@@ -38,7 +38,8 @@ mode=${LABTOOLS_MODE:-student}
 case "$mode" in student|instructor) ;; *)
     echo "[setup] LABTOOLS_MODE must be student or instructor" >&2; exit 2 ;; esac
 root=$here
-prepare=""
+# the instructor's: every nbgrader tool, loaded once the lab answers (as make lab's)
+prepare="Environment=JUPYTER_CONFIG_PATH=$here/deploy/lab/instructor"
 if [ "$mode" = student ]; then
     root=$here/workspace
     # the student's notebooks, and nbgrader's instructor extensions off

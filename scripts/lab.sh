@@ -11,7 +11,8 @@
 # instructor tools (nbgrader's formgrader, course list and Create Assignment are off: the
 # student server's config in deploy/image/etc/labtools/jupyter/student, as in the container
 # and on a course hub). LABTOOLS_MODE=instructor opens the whole kit, solutions/ included,
-# with every nbgrader tool.
+# with every nbgrader tool (deploy/lab/instructor). Either way nbgrader's server extensions
+# are loaded once the lab answers (labtools/teach/deferred_extensions.py says why).
 #
 #   bash scripts/lab.sh                  # token generated, URL printed
 #   LAB_PORT=8899 JUPYTER_TOKEN=secret bash scripts/lab.sh
@@ -30,8 +31,10 @@ if [ "$LABTOOLS_MODE" = instructor ] && [ -f "$here/labtools/EDITION" ]; then
 fi
 root=$here
 [ "$LABTOOLS_MODE" = student ] && root=$here/workspace
-# a student's lab: nbgrader's instructor extensions off (the same config as the container's)
+# a student's lab: nbgrader's instructor extensions off (the same config as the container's);
+# an instructor's: all of them
 student_config=$here/deploy/image/etc/labtools/jupyter/student
+instructor_config=$here/deploy/lab/instructor
 
 if [ "${1:-}" = "--serve" ]; then
     # Runs where the networks run (natively or inside the VM). Inside the VM, listen on the
@@ -39,9 +42,9 @@ if [ "${1:-}" = "--serve" ]; then
     : "${JUPYTER_TOKEN:?a token is required}"
     export JUPYTER_TOKEN
     export MPLCONFIGDIR="$here/.cache/matplotlib"  # the font cache setup.sh built
-    if [ "$LABTOOLS_MODE" = student ]; then
-        export JUPYTER_CONFIG_PATH="$student_config${JUPYTER_CONFIG_PATH:+:$JUPYTER_CONFIG_PATH}"
-    fi
+    config=$student_config
+    [ "$LABTOOLS_MODE" = instructor ] && config=$instructor_config
+    export JUPYTER_CONFIG_PATH="$config${JUPYTER_CONFIG_PATH:+:$JUPYTER_CONFIG_PATH}"
     cd "$here"
     # jupyter lab, less its import-time call of node (labtools/teach/lab_server.py says why)
     exec "$venv/bin/python" -m labtools.teach.lab_server --no-browser --allow-root \

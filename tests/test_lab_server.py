@@ -129,10 +129,34 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_a_students_lab_answers_before_nbgrader_and_then_has_it(tmp_path):
-    """A student's JupyterLab (the student config, started as make lab starts it) answers
-    before nbgrader is imported; the assignment list and validation answer soon after, from
-    nbgrader's own handlers (not 404), and the log says they were loaded later."""
+def test_the_deferred_modules_are_the_configs_or_a_students_two():
+    """``DeferredExtensions.modules`` names the extensions; missing or not a list of names:
+    a student's two."""
+    from labtools.teach.deferred_extensions import DEFERRED, deferred_modules
+
+    named = ["nbgrader.server_extensions.formgrader", "nbgrader.server_extensions.course_list"]
+    assert deferred_modules({"DeferredExtensions": {"modules": named}}) == tuple(named)
+    for config in ({}, {"DeferredExtensions": {}}, {"DeferredExtensions": {"modules": []}},
+                   {"DeferredExtensions": {"modules": "nbgrader"}},
+                   {"DeferredExtensions": {"modules": [3]}}, {"DeferredExtensions": 1}, None):
+        assert deferred_modules(config) == DEFERRED
+
+
+#: each lab's config, and what answers 404 until its deferred extensions are loaded
+LAB_CONFIGS = {
+    "student": ("deploy/image/etc/labtools/jupyter/student", ("assignment_list",
+                                                             "validate_assignment")),
+    "instructor": ("deploy/lab/instructor", ("formgrader", "course_list", "assignment_list",
+                                             "validate_assignment")),
+}
+
+
+@pytest.mark.parametrize("mode", sorted(LAB_CONFIGS))
+def test_a_lab_answers_before_nbgrader_and_then_has_it(tmp_path, mode):
+    """A student's and an instructor's JupyterLab (their configs, started as make lab starts
+    them) answer before nbgrader is imported; the assignment list (and the instructor's
+    formgrader) answer soon after, from nbgrader's own handlers (not 404), and the log says
+    each extension was loaded later."""
     import os
     import subprocess
     import sys
@@ -141,8 +165,8 @@ def test_a_students_lab_answers_before_nbgrader_and_then_has_it(tmp_path):
     import urllib.request
 
     port, token = _free_port(), "t0k3n"
-    env = dict(os.environ, JUPYTER_CONFIG_PATH=str(
-        ROOT / "deploy/image/etc/labtools/jupyter/student"), JUPYTER_TOKEN=token,
+    config_dir, deferred = LAB_CONFIGS[mode]
+    env = dict(os.environ, JUPYTER_CONFIG_PATH=str(ROOT / config_dir), JUPYTER_TOKEN=token,
         HOME=str(tmp_path), JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"))
     log = tmp_path / "lab.log"
     with log.open("w") as out:
@@ -170,10 +194,11 @@ def test_a_students_lab_answers_before_nbgrader_and_then_has_it(tmp_path):
             assert time.monotonic() < deadline, log.read_text()[-2000:]
             time.sleep(0.5)
         assert status("assignments") == 200
+        if "formgrader" in deferred:
+            assert status("formgrader") not in (0, 404)
         text = log.read_text()
-        assert "nbgrader.server_extensions.assignment_list loaded once the server ran" in text
-        assert "nbgrader.server_extensions.validate_assignment loaded once the server ran" \
-            in text
+        for name in deferred:
+            assert f"nbgrader.server_extensions.{name} loaded once the server ran" in text
         assert "took" not in [line for line in text.splitlines() if "nbgrader" in line][0]
         # the server was serving before nbgrader's extensions were loaded into it
         assert text.index("is running at") < text.index("assignment_list loaded once")

@@ -146,7 +146,6 @@ def test_a_students_lab_has_no_instructor_tools(tmp_path):
     the config the launcher passes; the instructor's lab is left as it was."""
     import sys
 
-    assert _served_config_path(tmp_path, "instructor") == ""
     config_path = _served_config_path(tmp_path, "student")
     assert config_path == str(ROOT / "deploy/image/etc/labtools/jupyter/student")
     env = dict(os.environ, JUPYTER_CONFIG_PATH=config_path)
@@ -167,6 +166,31 @@ def test_a_students_lab_has_no_instructor_tools(tmp_path):
     student_branch = service.split('if [ "$mode" = student ]; then', 1)[1].split("\nfi\n")[0]
     assert f"Environment=JUPYTER_CONFIG_PATH=$here/{config_path[len(str(ROOT)) + 1:]}" \
         in student_branch
+
+
+def test_an_instructors_lab_has_every_nbgrader_tool_loaded_once_it_answers(tmp_path):
+    """make lab (and the lab VM's service) for an instructor: Jupyter, reading the config the
+    launcher passes, imports none of nbgrader's server extensions before it serves; the
+    kit's deferred loader then loads all four (the formgrader and the course list too), and
+    no lab plugin is off."""
+    import sys
+
+    from labtools.teach.deferred_extensions import deferred_modules
+
+    config_path = _served_config_path(tmp_path, "instructor")
+    assert config_path == str(ROOT / "deploy/lab/instructor")
+    env = dict(os.environ, JUPYTER_CONFIG_PATH=config_path)
+    proc = subprocess.run([sys.executable, "-c", WHAT_JUPYTER_LOADS], env=env, check=True,
+                          capture_output=True, text=True, timeout=120)
+    loaded = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert loaded["server"].get("labtools.teach.deferred_extensions")
+    assert not [name for name in INSTRUCTOR_SERVER + STUDENT_SERVER if loaded["server"].get(name)]
+    assert not [p for p in loaded["lab_disabled"] if "nbgrader" in p]
+    config = json.loads((ROOT / "deploy/lab/instructor/jupyter_server_config.json").read_text())
+    assert set(deferred_modules(config)) == set(INSTRUCTOR_SERVER + STUDENT_SERVER)
+
+    service = (ROOT / "scripts" / "lab-service.sh").read_text()
+    assert "Environment=JUPYTER_CONFIG_PATH=$here/deploy/lab/instructor" in service
 
 
 def test_a_generated_notebook_opens_unchanged(tmp_path):
