@@ -11,6 +11,8 @@
    spawns, and what a class of 100 needs (benchmarks/classroom.py);
 6b. grading (``grading``): each lab and a submission autograded against nbgrader's floor,
    a class of 100 serially and with ``labtools autograde`` (benchmarks/grading.py);
+6c. the real labs (``labs``): each solution notebook's CPU and memory while it measures,
+   against the class part's star lab (benchmarks/labcost.py, in the lab VM where needed);
 7. the machine's own calibration (what the lab measured at its last start).
 
 Parts that need netem run inside the lab VM when this kernel has none (`labtools vm`).
@@ -35,7 +37,8 @@ from common import RESULTS, ROOT, machine_info, say, spread, write_json
 
 PY = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").is_dir() else sys.executable
 LABTOOLS = str(Path(PY).parent / "labtools")
-PARTS = ("naive", "startup", "demo", "scale", "scale-vm", "overhead", "class", "grading")
+PARTS = ("naive", "startup", "demo", "scale", "scale-vm", "overhead", "class", "grading",
+         "labs")
 VM_MEMORY = "6G"  # 1000 hosts, each a shell in its own namespace
 
 
@@ -185,11 +188,18 @@ def part_grading(args: argparse.Namespace) -> Dict[str, Any]:
     return {"grading": json.loads((RESULTS / "grading.json").read_text())}
 
 
+def part_labs(args: argparse.Namespace) -> Dict[str, Any]:
+    """Each real lab's cost while it measures, against the class part's star lab."""
+    subprocess.run([PY, "benchmarks/labcost.py", "--out", str(RESULTS / "labcost.json")],
+                   cwd=str(ROOT), check=True)
+    return {"labcost": json.loads((RESULTS / "labcost.json").read_text())}
+
+
 #: part name -> what runs it (each returns the keys it adds to bench.json)
 PART_RUNNERS: Dict[str, Callable[[argparse.Namespace], Dict[str, Any]]] = {
     "demo": part_demo, "naive": part_naive, "startup": part_startup, "scale": part_scale,
     "scale-vm": part_scale_vm, "overhead": part_overhead, "class": part_class,
-    "grading": part_grading,
+    "grading": part_grading, "labs": part_labs,
 }
 
 
@@ -248,6 +258,11 @@ def main() -> int:
         from grading import report_lines as grading_lines
 
         insert_section(ROOT / "BENCHMARKS.md", grading_lines(data["grading"]))
+    if data.get("labcost"):
+        from labcost import report_lines as labcost_lines
+        from labcost import write_section
+
+        write_section(ROOT / "BENCHMARKS.md", labcost_lines(data["labcost"]))
     say(f"wrote {out_file} and BENCHMARKS.md in {data['took_s']} s")
     return 1 if data["failed"] else 0
 
