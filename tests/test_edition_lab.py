@@ -78,6 +78,10 @@ def test_make_lab_in_the_edition_answers_with_its_token_only(lab, edition):
     assert notebooks == sorted(p.name for p in (edition / "notebooks").glob("*.ipynb"))
     assert (edition / ".venv" / "bin" / "labtools").exists()
     assert not (edition / "solutions").exists()
+    at_start, _ = running.wait_line(r"\[lab\] starting", 1)
+    at_ready, _ = running.wait_line(r"\[lab\] ready: ", 1)
+    print(f"the edition's make lab (a student's lab): 'ready' {at_ready - at_start:.0f} s "
+          f"after 'starting' ({at_ready:.0f} s after make lab, which made its venv first)")
 
 
 def test_a_kernel_of_the_editions_lab_is_on_a_course_and_measures(lab, edition):
