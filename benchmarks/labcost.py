@@ -39,14 +39,14 @@ from typing import Any, Callable, Dict, List, Optional
 from classroom import LAB_SCRIPT, SPEC, insert_section
 from common import RESULTS, ROOT, machine_info, meminfo_mib, say, settled_available_mib, write_json
 
+from labtools.system import procfs
+
 PY = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").is_dir() else sys.executable
 SOLUTIONS = ROOT / "solutions"
 #: seconds the idle machine is measured for before the labs (its CPU per second is taken off)
 IDLE_S = 10.0
 #: how often the memory is sampled (s)
 SAMPLE_S = 0.5
-#: the kernel's clock ticks per second (``/proc/stat``'s unit)
-TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 #: the columns of ``/proc/stat``'s ``cpu`` line that are work (user nice system idle iowait
 #: irq softirq steal: idle and iowait are not)
 BUSY_COLUMNS = (0, 1, 2, 5, 6)
@@ -55,7 +55,7 @@ BUSY_COLUMNS = (0, 1, 2, 5, 6)
 def busy_cpu_s() -> float:
     """CPU seconds the whole machine has spent working since it started (``/proc/stat``)."""
     fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
-    return sum(int(fields[i]) for i in BUSY_COLUMNS) / TICKS_PER_S
+    return sum(int(fields[i]) for i in BUSY_COLUMNS) / procfs.CLOCK_TICKS_PER_S
 
 
 class MemoryWatch:

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any, Dict, Tuple
 
 import nbformat
 
@@ -140,18 +141,24 @@ def _served_config_path(tmp_path: Path, mode: str) -> str:
     return record.read_text()
 
 
-def test_a_students_lab_has_no_instructor_tools(tmp_path):
-    """make lab (and the lab VM's service) for a student: nbgrader's formgrader, course list
-    and Create Assignment are off, in the lab and in the server, as Jupyter itself reads
-    the config the launcher passes; the instructor's lab is left as it was."""
+def _what_jupyter_loads(tmp_path: Path, mode: str) -> Tuple[str, Dict[str, Any]]:
+    """(the JUPYTER_CONFIG_PATH the launcher passes for ``mode``, what Jupyter itself then
+    loads: its server extensions and the lab plugins it disables)."""
     import sys
 
-    config_path = _served_config_path(tmp_path, "student")
-    assert config_path == str(ROOT / "deploy/image/etc/labtools/jupyter/student")
+    config_path = _served_config_path(tmp_path, mode)
     env = dict(os.environ, JUPYTER_CONFIG_PATH=config_path)
     proc = subprocess.run([sys.executable, "-c", WHAT_JUPYTER_LOADS], env=env, check=True,
                           capture_output=True, text=True, timeout=120)
-    loaded = json.loads(proc.stdout.strip().splitlines()[-1])
+    return config_path, json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_a_students_lab_has_no_instructor_tools(tmp_path):
+    """make lab (and the lab VM's service) for a student: nbgrader's formgrader, course list
+    and Create Assignment are off, in the lab and in the server, as Jupyter itself reads
+    the config the launcher passes."""
+    config_path, loaded = _what_jupyter_loads(tmp_path, "student")
+    assert config_path == str(ROOT / "deploy/image/etc/labtools/jupyter/student")
     assert set(INSTRUCTOR_PLUGINS) <= set(loaded["lab_disabled"])
     assert not [p for p in loaded["lab_disabled"] if "assignment-list" in p]
     assert not [name for name in INSTRUCTOR_SERVER + NOT_LOADED if loaded["server"].get(name)]
@@ -173,16 +180,10 @@ def test_an_instructors_lab_has_every_nbgrader_tool_loaded_once_it_answers(tmp_p
     launcher passes, imports none of nbgrader's server extensions before it serves; the
     kit's deferred loader then loads all four (the formgrader and the course list too), and
     no lab plugin is off."""
-    import sys
-
     from labtools.teach.deferred_extensions import deferred_modules
 
-    config_path = _served_config_path(tmp_path, "instructor")
+    config_path, loaded = _what_jupyter_loads(tmp_path, "instructor")
     assert config_path == str(ROOT / "deploy/lab/instructor")
-    env = dict(os.environ, JUPYTER_CONFIG_PATH=config_path)
-    proc = subprocess.run([sys.executable, "-c", WHAT_JUPYTER_LOADS], env=env, check=True,
-                          capture_output=True, text=True, timeout=120)
-    loaded = json.loads(proc.stdout.strip().splitlines()[-1])
     assert loaded["server"].get("labtools.teach.deferred_extensions")
     assert not [name for name in INSTRUCTOR_SERVER + STUDENT_SERVER if loaded["server"].get(name)]
     assert not [p for p in loaded["lab_disabled"] if "nbgrader" in p]
