@@ -55,6 +55,17 @@ class FlowShare:
         }
 
 
+def _shown(part: str, limit: int = 40) -> str:
+    """``part`` quoted for an error, at most ``limit`` characters as printed (an escaped
+    character prints as up to 10): cut, with ``...`` inside the quotes, where longer."""
+    if len(repr(part)) <= limit:
+        return repr(part)
+    cut = part[:limit - 3]
+    while len(repr(cut + "...")) > limit:
+        cut = cut[:-1]
+    return repr(cut + "...")
+
+
 def parse_flows(spec: str, topo: Optional[Topology] = None) -> List[Flow]:
     """Parse ``h1:h4x2,h2:h5`` into flows (``xN`` = N parallel connections, 1..64).
 
@@ -65,7 +76,7 @@ def parse_flows(spec: str, topo: Optional[Topology] = None) -> List[Flow]:
     flows = []
     names = set(topo.names()) if topo is not None else set()
     for part in (p.strip() for p in spec.split(",")):
-        shown = repr(part) if len(part) <= 40 else repr(part[:37] + "...")
+        shown = _shown(part)
         match = _FLOW_RE.fullmatch(part)
         if not match:
             raise InputError(f"bad flow {shown}: write SRC:DST or SRC:DSTxN, e.g. h1:h4x2")
