@@ -179,6 +179,41 @@ def test_the_report_of_a_real_run_is_read_row_by_row(solution):
         assert 3 <= len(rows) <= 6 and rows[0].start_s == 0
 
 
+def test_clients_on_loopback_are_paced_by_the_kernel(solution):
+    """Flat out, a timed run on loopback burns a CPU second per second on each side (about
+    20 Gbit/s in Python); the kit's runs cap each connection (SO_MAX_PACING_RATE). What the
+    socket buffers take at once (a few MB) comes on top of the paced rate in a 1-s run."""
+    cap = simpleperf_runs.LOOPBACK_PACE_MBPS * 2
+    said = f"at {simpleperf_runs.LOOPBACK_PACE_MBPS:.0f} Mbit/s"
+    assert said in " ".join(nbformat.read(str(SOLUTION), as_version=4).cells[0].source.split())
+    with kit_server() as server:
+        mine = student_client(solution, server.port, "-t", "1", "-P", "2", "-f", "B")
+    assert not kit_server_problems(server.output, mine, 2)
+    rates = [row.rate_mbps for row in read_report(mine.out).totals]
+    assert len(rates) == 2 and all(0 < rate <= cap for rate in rates), rates
+    with student_server(solution, "-f", "B") as server:
+        kit = kit_client(server.port, "-t", "1")
+    assert not kit_client_problems(kit, server.output)
+    ends = [r for r in map(json.loads, kit.out.splitlines()) if r["type"] == "conn_end"]
+    assert len(ends) == 1 and 0 < ends[0]["sender_mbps"] <= cap, ends
+
+
+def test_the_paced_start_runs_a_program_as_python_does(tmp_path):
+    """Its own folder first on the path, its arguments, output and exit status."""
+    (tmp_path / "helper.py").write_text("WORD = 'helper'\n")
+    program = tmp_path / "prog.py"
+    program.write_text("import sys\nimport helper\n"
+                       "print(helper.WORD, sys.argv[1:], sys.path[0])\n"
+                       "sys.exit('stopped: ' + sys.argv[0])\n")
+    plain = [sys.executable, "-B", str(program), "-c", "x"]
+    assert simpleperf_runs.paced(plain, 8.0) == [
+        sys.executable, "-B", str(simpleperf_runs.PACED_START), "1000000", str(program), "-c", "x"]
+    runs = [simpleperf_runs.run(argv, "prog") for argv in (plain, simpleperf_runs.paced(plain))]
+    assert runs[0].out == runs[1].out == f"helper ['-c', 'x'] {tmp_path}\n"
+    assert runs[0].status == runs[1].status == 1
+    assert runs[0].err == runs[1].err == f"stopped: {program}\n"
+
+
 def _mistake(tmp_path: Path, file: str, old: str, new: str) -> Path:
     return write_program(tmp_path, SOLUTION, {file: {old: new}})
 

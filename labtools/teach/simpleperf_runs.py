@@ -40,6 +40,11 @@ SERVER_POLL_S = 0.05
 #: seconds a client run by hand on a lab's host may take
 BY_HAND_TIMEOUT_S = 120.0
 LOOPBACK = "127.0.0.1"
+#: Mbit/s at most on each connection a client opens on loopback (the kernel paces it,
+#: SO_MAX_PACING_RATE): flat out, a Python client and its server each burn a CPU second
+#: per second of a timed run, for rates nobody grades (loopback is not the link)
+LOOPBACK_PACE_MBPS = 200.0
+PACED_START = Path(__file__).resolve().parent / "paced_start.py"
 
 
 @dataclass
@@ -155,16 +160,27 @@ def kit_server() -> Server:
                   "the kit's simpleperf server")
 
 
+def paced(argv: List[str], rate_mbps: float = LOOPBACK_PACE_MBPS) -> List[str]:
+    """``argv`` (Python, its options, a program, the program's arguments) started through
+    :mod:`labtools.teach.paced_start`: each TCP connection the program opens sends at
+    most ``rate_mbps`` (Mbit/s); the program runs as it would otherwise."""
+    python_end = next(i for i, word in enumerate(argv[1:], 1) if not word.startswith("-"))
+    rate_bytes_s = str(round(rate_mbps * 1e6 / 8))
+    return [*argv[:python_end], str(PACED_START), rate_bytes_s, *argv[python_end:]]
+
+
 def student_client(program: Program, port: int, *args: str) -> Finished:
-    """The student's client against 127.0.0.1:``port`` with ``args``, run to its end."""
-    return run([*program_argv(program), "-c", "-I", LOOPBACK, "-p", str(port), *args],
+    """The student's client against 127.0.0.1:``port`` with ``args``, run to its end,
+    each connection paced at :data:`LOOPBACK_PACE_MBPS`."""
+    return run(paced([*program_argv(program), "-c", "-I", LOOPBACK, "-p", str(port), *args]),
                "your client")
 
 
 def kit_client(port: int, *args: str) -> Finished:
-    """The kit's simpleperf client against 127.0.0.1:``port``, printing JSON."""
-    return run([*toolargs.SIMPLEPERF, "-c", "-I", LOOPBACK, "-p", str(port), *args,
-                "--json"], "the kit's simpleperf client")
+    """The kit's simpleperf client against 127.0.0.1:``port``, printing JSON, each
+    connection paced at :data:`LOOPBACK_PACE_MBPS`."""
+    return run(paced([*toolargs.SIMPLEPERF, "-c", "-I", LOOPBACK, "-p", str(port), *args,
+                      "--json"]), "the kit's simpleperf client")
 
 
 def load_module(path: Union[str, Path]) -> ModuleType:
