@@ -41,12 +41,14 @@ COURSE_ID = "netlab"
 ASSIGNMENT, FLOOR = "labs", "floor"
 
 
-def run_timed(argv: List[str], cwd: Path) -> Dict[str, Any]:
+def run_timed(argv: List[str], cwd: Path, forked: bool = True) -> Dict[str, Any]:
     """Run ``argv`` in ``cwd``: its wall time (s), CPU time (s, the process and the
-    children it waited for) and exit status."""
+    children it waited for) and exit status. ``forked``: the kernels forked from one that
+    imported the labs' modules (the kit's course), else each started anew (nbgrader's)."""
     start = time.monotonic()
+    env = dict(notebooks.nbgrader_env(), LABTOOLS_FORKED_KERNELS="1" if forked else "0")
     with open(os.devnull, "wb") as sink:
-        proc = subprocess.Popen(argv, cwd=str(cwd), env=notebooks.nbgrader_env(),
+        proc = subprocess.Popen(argv, cwd=str(cwd), env=env,
                                 stdout=sink, stderr=subprocess.STDOUT)
     _pid, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -100,10 +102,15 @@ def per_lab(released: Path, student: str) -> Dict[str, Any]:
     for name in names:
         say(f"grading: {name} alone")
         out["labs"][name] = run_timed(base + [ASSIGNMENT, "--notebook", name[:-6]], course)
-    say("grading: one trivial notebook alone, 8 trivial notebooks, the whole submission")
-    out["trivial_one"] = run_timed(base + [FLOOR, "--notebook", names[0][:-6]], course)
-    out["floor"] = run_timed(base + [FLOOR], course)
+    say("grading: one trivial notebook alone, 8 trivial notebooks (nbgrader's own kernels), "
+        "the whole submission with forked kernels and with kernels started anew")
+    out["trivial_one"] = run_timed(base + [FLOOR, "--notebook", names[0][:-6]], course,
+                                   forked=False)
+    out["floor"] = run_timed(base + [FLOOR], course, forked=False)
     out["submission"] = run_timed(base + [ASSIGNMENT], course)
+    forked_grades = gradebook_rows(course)
+    out["submission_kernels_anew"] = run_timed(base + [ASSIGNMENT], course, forked=False)
+    out["same_grades_kernels_anew"] = forked_grades == gradebook_rows(course)
     out["ratio_to_floor"] = round(out["submission"]["cpu_s"] / out["floor"]["cpu_s"], 2)
     return out
 
@@ -160,8 +167,17 @@ def report_lines(data: Dict[str, Any]) -> List[str]:
     lines += [f"| 8 trivial notebooks (the floor) | {lab['floor']['wall_s']:.1f} | "
               f"{lab['floor']['cpu_s']:.1f} | |",
               f"| the whole submission (8 labs) | {lab['submission']['wall_s']:.1f} | "
-              f"{lab['submission']['cpu_s']:.1f} | {lab['ratio_to_floor']:.2f} x the floor |",
-              ""]
+              f"{lab['submission']['cpu_s']:.1f} | {lab['ratio_to_floor']:.2f} x the floor |"]
+    anew = lab.get("submission_kernels_anew")
+    if anew:
+        lines += [f"| the whole submission, each kernel started anew | {anew['wall_s']:.1f} | "
+                  f"{anew['cpu_s']:.1f} | {anew['cpu_s'] / lab['floor']['cpu_s']:.2f} x the "
+                  "floor |", "",
+                  "The labs' kernels are forked from one that has imported their modules "
+                  "(labtools.teach.grading_kernels; the floor's are nbgrader's own); the "
+                  "same grades with kernels started anew: "
+                  f"{'yes' if lab['same_grades_kernels_anew'] else 'NO'}."]
+    lines.append("")
     klass = data.get("class")
     if klass:
         lines += [f"A class of {klass['students']}: nbgrader's serial autograde "

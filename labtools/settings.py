@@ -115,6 +115,9 @@ VARIABLES: Tuple[Variable, ...] = (
              "and a wrong compute-it-first answer beside the expected value; nothing on a "
              "course (see LABTOOLS_ON_COURSE)"),
     Variable("LABTOOLS_QUICK", "0", "1: the probes' short durations (CI)"),
+    Variable("LABTOOLS_FORKED_KERNELS", "1",
+             "0: nbgrader's autograde in a course the kit made starts each kernel anew, "
+             "instead of forking it from one that has imported the labs' modules"),
     Variable("LABTOOLS_VARIANT", "labtools-variant.txt beside the notebook, else the hub user",
              "the student's variant of a notebook's topology (portfolio,variant=ID)"),
     Variable("LABTOOLS_RATE_SCALE", "1",
@@ -155,6 +158,7 @@ class Settings:
         mode: ``student`` or ``instructor`` (``LABTOOLS_MODE``).
         show_answers: self-study (``LABTOOLS_SHOW_ANSWERS=1``).
         quick: the short durations (``LABTOOLS_QUICK=1``).
+        forked_kernels: autograde's kernels forked (``LABTOOLS_FORKED_KERNELS``, default 1).
         variant: the variant asked for ('' when unset; ``LABTOOLS_VARIANT``).
         rate_scale: the rate scale asked for (None when unset or ``auto``).
         rate_scale_auto: ``LABTOOLS_RATE_SCALE=auto``.
@@ -179,6 +183,7 @@ class Settings:
     mode: str = "instructor"
     show_answers: bool = False
     quick: bool = False
+    forked_kernels: bool = True
     variant: str = ""
     rate_scale: Optional[float] = None
     rate_scale_auto: bool = False
@@ -258,6 +263,7 @@ class Settings:
             mode=STUDENT_EDITION if edition == STUDENT_EDITION else mode,
             course_flag=text.flag("LABTOOLS_ON_COURSE"), edition=edition,
             show_answers=text.flag("LABTOOLS_SHOW_ANSWERS"), quick=text.flag("LABTOOLS_QUICK"),
+            forked_kernels=text.optional_flag("LABTOOLS_FORKED_KERNELS") is not False,
             variant=text.get("LABTOOLS_VARIANT"),
             rate_scale=None if auto or not scale else text.number("LABTOOLS_RATE_SCALE"),
             rate_scale_auto=auto, hub_user=text.get(HUB_USER), grading=text.get(GRADING),

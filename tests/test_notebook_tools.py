@@ -348,8 +348,12 @@ def test_a_course_gives_each_graded_cell_more_than_nbgraders_30_s():
 
     config: dict = {}
     exec(course_config("netlab"), {"get_config": lambda: _Config(config)})
+    from labtools.teach.grading_kernels import ForkingExecute
+
+    steps = config.pop("Autograde.autograde_preprocessors")
     assert config == {"CourseDirectory.course_id": "netlab",
                       "Execute.timeout": GRADING_CELL_TIMEOUT_S}
+    assert ForkingExecute in steps and issubclass(ForkingExecute, steps[0].__mro__[1])
     hub = (Path(__file__).resolve().parents[1] / "deploy" / "image" / "etc" / "jupyter"
            / "nbgrader_config.py").read_text()
     assert f"c.Execute.timeout = {GRADING_CELL_TIMEOUT_S}\n" in hub

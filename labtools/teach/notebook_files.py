@@ -32,10 +32,17 @@ GRADING_CELL_TIMEOUT_S = 300
 
 
 def course_config(course_id: str) -> str:
-    """The ``nbgrader_config.py`` of a course that grades the kit's labs: its id, and
-    :data:`GRADING_CELL_TIMEOUT_S` for each cell."""
+    """The ``nbgrader_config.py`` of a course that grades the kit's labs: its id,
+    :data:`GRADING_CELL_TIMEOUT_S` for each cell, and autograde's kernels forked from one
+    that has imported what the labs import (:mod:`labtools.teach.grading_kernels`; where
+    the kit is not installed, nbgrader's own)."""
     return (f"c = get_config()\nc.CourseDirectory.course_id = {course_id!r}\n"
-            f"c.Execute.timeout = {GRADING_CELL_TIMEOUT_S}  # seconds per cell (nbgrader: 30)\n")
+            f"c.Execute.timeout = {GRADING_CELL_TIMEOUT_S}  # seconds per cell (nbgrader: 30)\n"
+            "try:  # each kernel forked from one that imported the labs' modules\n"
+            "    from labtools.teach.grading_kernels import autograde_preprocessors\n"
+            "    c.Autograde.autograde_preprocessors = autograde_preprocessors()\n"
+            "except ImportError:\n"
+            "    pass\n")
 
 
 #: the notebook metadata JupyterLab writes when a student's kernel starts: the kernelspec

@@ -1,0 +1,208 @@
+"""Kernels forked from one that has imported what the labs import, while nbgrader grades:
+the server.
+
+Autograding starts a kernel for every notebook of every student: a new Python that imports
+ipykernel, IPython, NumPy, pandas, matplotlib and the kit, about 1.5 CPU seconds of the
+2.5-5 a replayed lab costs (BENCHMARKS.md, "Grading a class"). This *kernel fork server*
+imports them once, then forks a child for each kernel asked for: the child takes the
+working folder, environment and standard streams of the process Jupyter started
+(:mod:`labtools.teach.kernel_fork_client`), then runs ipykernel as
+``python -m ipykernel_launcher`` would. What the notebook's cells do is the same; what they
+import is already there. nbgrader's side is :mod:`labtools.teach.grading_kernels`.
+
+``python -m labtools.teach.kernel_forks SOCKET`` runs it (no root); it ends when its
+standard input closes, after its kernels.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+import traceback
+from typing import Any, Dict, List, Optional
+
+#: what the server imports before it forks: what the labs' cells import (pyplot without a
+#: backend yet: the kernel's own is chosen in the kernel), but not ipywidgets, which
+#: registers itself with the kernel it is imported in
+PREIMPORTED = ("numpy", "pandas", "matplotlib", "matplotlib.pyplot", "IPython",
+               "IPython.display", "ipykernel.kernelapp", "ipykernel.ipkernel",
+               "labtools.teach.notebook", "labtools.teach.plots", "labtools.teach.tool_runs",
+               "labtools.lab.probes", "labtools.teach.question_values",
+               "labtools.teach.topology_plot", "labtools.tools.parsers",
+               "labtools.judge.verdicts", "labtools.judge.exercises", "labtools.model.fairness",
+               "labtools.model.queues", "labtools.judge.capacity", "labtools.lab.capacity",
+               "labtools.teach.simpleperf_checks", "labtools.teach.simpleperf_runs",
+               "labtools.teach.conformance", "labtools.teach.pitfall_plots",
+               "labtools.judge.by_hand", "labtools.lab.load")
+#: how Jupyter starts a kernel of this Python (after the executable)
+LAUNCHER = ["-m", "ipykernel_launcher"]
+#: largest request (the kernel's environment) in bytes
+REQUEST_BYTES = 1 << 20
+
+
+# --- the server --------------------------------------------------------------------------
+def _preimport() -> None:
+    """Import what the kernels will import, with the backend ipykernel chooses."""
+    os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    for name in PREIMPORTED:
+        __import__(name)
+
+
+def _become_kernel(request: Dict[str, Any], fds: List[int], keep_closed: List[int]) -> None:
+    """In the forked child: take the client's folder, environment and streams, run
+    ipykernel, and exit (never returns)."""
+    code = 1
+    try:
+        for fd in keep_closed:
+            os.close(fd)
+        for target, fd in enumerate(fds[:3]):
+            os.dup2(fd, target)
+        for fd in fds:
+            if fd > 2:
+                os.close(fd)
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
+            signal.signal(signum, signal.SIG_DFL)
+        os.setsid()  # as Jupyter starts a kernel: Ctrl-C at nbgrader's terminal is nbgrader's
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        numpy = sys.modules.get("numpy")
+        if numpy is not None:
+            numpy.random.seed()  # a kernel of its own draws numbers of its own
+        sys.argv = ["ipykernel_launcher", *request["argv"][len(LAUNCHER):]]
+        parent = request["env"].get("JPY_PARENT_PID")  # ipykernel read it when imported
+        if parent:
+            sys.argv.append(f"--IPKernelApp.parent_handle={parent}")
+        sys.path[0] = request["cwd"]  # as for `python -m`
+        from ipykernel import kernelapp
+
+        kernelapp.launch_new_instance()
+        code = 0
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else 1
+    except BaseException:  # noqa: BLE001 - a kernel that fails says why, then exits
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+class ForkServer:
+    """Accepts clients on a Unix socket, forks a kernel for each, passes signals on and
+    says how each kernel ended; ends when its standard input closes."""
+
+    def __init__(self, path: str) -> None:
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.listener.bind(path)
+        self.listener.listen(64)
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.listener, selectors.EVENT_READ)
+        self.selector.register(0, selectors.EVENT_READ)  # standard input
+        self.kernel_of: Dict[socket.socket, int] = {}
+        self.client_of: Dict[int, Optional[socket.socket]] = {}
+
+    def serve(self) -> None:
+        """Serve until standard input closes."""
+        running = True
+        while running:
+            for key, _events in self.selector.select(timeout=0.1):
+                if key.fileobj is self.listener:
+                    conn, _addr = self.listener.accept()
+                    self.selector.register(conn, selectors.EVENT_READ)
+                elif key.fileobj == 0:
+                    running = bool(os.read(0, 1024))
+                else:
+                    self._message(key.fileobj)  # type: ignore[arg-type]
+            self._reap(block=False)
+
+    def stop_kernels(self) -> None:
+        """Kill the kernels still running and wait for them."""
+        for pid in list(self.client_of):
+            self._signal(pid, signal.SIGKILL)
+        self._reap(block=True)
+
+    def _message(self, conn: socket.socket) -> None:
+        try:
+            message, fds, _flags, _addr = socket.recv_fds(conn, REQUEST_BYTES, 3)
+        except OSError:
+            message, fds = b"", []
+        pid = self.kernel_of.get(conn)
+        if not message:  # the client is gone: so is its kernel
+            self.selector.unregister(conn)
+            conn.close()
+            if pid is not None:
+                self.kernel_of.pop(conn)
+                self.client_of[pid] = None
+                self._signal(pid, signal.SIGKILL)
+            return
+        said = json.loads(message)
+        if "signal" in said and pid is not None:
+            self._signal(pid, int(said["signal"]))
+        elif "argv" in said and pid is None:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            child = os.fork()
+            if child == 0:
+                others = [s.fileno() for s in self.kernel_of] + [conn.fileno(),
+                                                                 self.listener.fileno()]
+                _become_kernel(said, fds, others)
+            for fd in fds:
+                os.close(fd)
+            self.kernel_of[conn], self.client_of[child] = child, conn
+
+    @staticmethod
+    def _signal(pid: int, signum: int) -> None:
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            pass  # it ended meanwhile: reaped next
+
+    def _reap(self, block: bool) -> None:
+        while self.client_of:
+            try:
+                pid, status = os.waitpid(-1, 0 if block else os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            code = os.waitstatus_to_exitcode(status)
+            conn = self.client_of.pop(pid, None)
+            if conn is not None:
+                self.kernel_of.pop(conn, None)
+                try:
+                    conn.send(json.dumps({"exit": code if code >= 0 else 128 - code}).encode())
+                except OSError:
+                    pass  # the client went at the same moment
+                self.selector.unregister(conn)
+                conn.close()
+
+
+def _stop_serving(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def serve(path: str) -> None:
+    """Import, then serve kernels on the Unix socket ``path`` until stdin closes (or a
+    signal stops it); its kernels are stopped and its socket removed either way."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _stop_serving)
+    _preimport()
+    server = ForkServer(path)
+    try:
+        server.serve()
+    finally:
+        server.stop_kernels()
+        for remove in (os.unlink, os.rmdir):
+            try:
+                remove(path if remove is os.unlink else os.path.dirname(path))
+            except OSError:
+                pass  # removed already by the one who made it
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1])
