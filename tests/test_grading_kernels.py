@@ -40,8 +40,11 @@ async def _run(km: ForkingKernelManager, cwd: Path, interrupt: bool) -> Dict[str
                 "out", seen["out"] + m["content"].get("text", "")))
         seen["status"] = reply["content"]["status"]
         if interrupt:
-            kc.execute("import time; time.sleep(60)")
-            await asyncio.sleep(1.0)
+            kc.execute("import time; print('sleeping', flush=True); time.sleep(60)")
+            while True:  # interrupted once the cell runs, however slow the machine
+                said = await kc.get_iopub_msg(timeout=60)
+                if said["msg_type"] == "stream" and "sleeping" in said["content"]["text"]:
+                    break
             await km.interrupt_kernel()
             after = await kc._async_get_shell_msg(timeout=20)  # type: ignore[attr-defined]
             seen["interrupted"] = after["content"].get("ename")
