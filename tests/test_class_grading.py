@@ -160,3 +160,25 @@ def test_bad_requests_are_one_line(released, tmp_path):
                              timeout=120)
     assert student.returncode == 2 and "for instructors" in student.stderr
     assert not (released / "autograded").exists()  # nothing of the above graded anything
+
+
+def test_a_submission_that_kills_its_grader_is_its_own(released, tmp_path):
+    """A notebook that kills the process grading it (its kernel's parent) fails alone: the
+    worker that died is replaced and the next submission is graded as before."""
+    course = tmp_path / "course"
+    shutil.copytree(released, course)
+    kill = ("\nimport os, signal\nos.kill(int(os.environ['JPY_PARENT_PID']), signal.SIGKILL)"
+            "\n")
+    folder = course / "submitted" / "killer" / ASSIGNMENT
+    shutil.copytree(course / "submitted" / "student1" / ASSIGNMENT, folder)
+    nb = nbformat.read(str(folder / LAB), as_version=4)
+    cell = next(c for c in nb.cells if c.get("id") == "compute-answers")  # the student's
+    cell.source += kill
+    nbformat.write(nb, str(folder / LAB))
+    done = _labtools(["autograde", ASSIGNMENT, "--jobs", "1", "--create",
+                      "--student", "killer", "--student", "student1"], course)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "labtools autograde: 1 graded, 1 not" in done.stdout, done.stdout
+    assert "  killer: failed: its grading process ended with status -9" in done.stdout
+    assert "] student1: graded in " in done.stdout
+    assert (course / "autograded" / "student1" / ASSIGNMENT / LAB).is_file()

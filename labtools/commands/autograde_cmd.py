@@ -2,19 +2,20 @@
 
     labtools autograde ASSIGNMENT [--jobs N] [--course DIR] [--student ID]... [--create] [--force]
 
-For the instructor (refused in a student's lab). Runs ``nbgrader autograde ASSIGNMENT
---student ID`` for every submission in the course's ``submitted/`` folder (or the ones
-named), ``--jobs`` at once (default: this machine's CPUs), and prints a line as each ends;
-see :mod:`labtools.teach.class_grading`. Exit status 0 when every submission was graded,
-1 when one or more failed or timed out (each named, with nbgrader's last line and its
-log), 2 for a bad course or assignment.
+For the instructor (refused in a student's lab). Runs nbgrader's autograde of ASSIGNMENT
+for every submission in the course's ``submitted/`` folder (or the ones named), as
+``nbgrader autograde ASSIGNMENT --student ID`` does, ``--jobs`` at once (default: this
+machine's CPUs), and prints a line as each ends; see :mod:`labtools.teach.class_grading`.
+Exit status 0 when every submission was graded, 1 when one or more failed or timed out
+(each named, with nbgrader's last line and its log), 2 for a bad course or assignment.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
-import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,6 @@ def run(args: argparse.Namespace) -> int:
     """Grade, print a line per submission and a summary; 0 if all were graded, else 1."""
     from labtools.errors import EnvironmentProblem, InputError
     from labtools.teach import class_grading
-    from labtools.teach.notebook_files import nbgrader_env
 
     options.instructors_only("autograde")
     course = args.course.resolve()
@@ -63,14 +63,14 @@ def run(args: argparse.Namespace) -> int:
     if not (course / "gradebook.db").is_file() and class_grading.gradebook_url(course):
         raise InputError(f"no gradebook in {course}: run nbgrader generate_assignment "
                          f"{args.assignment} there first")
-    exe = shutil.which("nbgrader", path=nbgrader_env()["PATH"])
-    if exe is None:
+    if importlib.util.find_spec("nbgrader") is None:
         raise EnvironmentProblem("nbgrader is not installed: pip install 'labtools[dev]'")
     jobs = args.jobs or len(os.sched_getaffinity(0))
     print(f"labtools autograde: {len(students)} submissions of {args.assignment}, "
           f"{min(jobs, len(students))} at once", flush=True)
-    results = class_grading.grade_class(course, args.assignment, students, jobs, exe,
-                                        _print_progress, args.create, args.force)
+    results = class_grading.grade_class(course, args.assignment, students, jobs,
+                                        sys.executable, _print_progress, args.create,
+                                        args.force)
     bad = [r for r in results if r.status != class_grading.GRADED]
     print(f"labtools autograde: {len(results) - len(bad)} graded, {len(bad)} not"
           + "".join(f"\n  {r.student}: {r.status}: {r.reason} (log: {r.log})" for r in bad))

@@ -104,9 +104,13 @@ def stat_fields(pid: int) -> Optional[List[str]]:
     return fields if len(fields) >= 20 else None
 
 
-def cpu_seconds(pid: int) -> Optional[float]:
-    """User + system CPU time of process ``pid`` so far, seconds; None when gone."""
+def cpu_seconds(pid: int, children: bool = False) -> Optional[float]:
+    """User + system CPU time of process ``pid`` so far, seconds (``children``: and of
+    the children it has waited for); None when gone."""
     fields = stat_fields(pid)
     if fields is None:
         return None
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS_PER_S
+    ticks = int(fields[11]) + int(fields[12])
+    if children:
+        ticks += int(fields[13]) + int(fields[14])
+    return ticks / CLOCK_TICKS_PER_S

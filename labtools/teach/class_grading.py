@@ -3,13 +3,17 @@
     labtools autograde ASSIGNMENT [--jobs N] [--course DIR] [--student ID]... [--create] [--force]
 
 ``nbgrader autograde ASSIGNMENT`` grades one submission after the other, each notebook in
-a kernel of its own. Here every submission is one ``nbgrader autograde ASSIGNMENT
---student ID`` (nbgrader's own command, its own process and log), ``jobs`` of them at
-once: one submission's failure or hang is that submission's, and the others go on. They
+a kernel of its own. Here ``jobs`` workers (:mod:`labtools.teach.autograde_worker`) grade
+at once, each one submission after the other with nbgrader's own autograde, set up once
+as ``nbgrader autograde`` sets itself up (nbgrader's imports and the kernel fork server's
+are paid once per worker, not once per submission). One submission's failure or hang is
+that submission's: a worker that fails, dies or goes over :data:`SUBMISSION_TIMEOUT_S`
+has that submission marked, a hung or dead worker is replaced, and the others go on. They
 all write into the course's one gradebook: nbgrader opens it for each short write, and a
 write that finds the SQLite file locked by another waits up to :data:`GRADEBOOK_WAIT_S`
-for it (SQLite's ``timeout``) instead of its 5 s default. What each run printed is kept
-in ``autograde-log/ASSIGNMENT/STUDENT.log`` in the course folder.
+for it (SQLite's ``timeout``) instead of its 5 s default. What nbgrader and the kernels
+printed for each submission is kept in ``autograde-log/ASSIGNMENT/STUDENT.log`` in the
+course folder.
 
 The gradebook ends as a serial run leaves it: the same students, submissions, scores and
 comments (``tests/test_class_grading.py`` compares the two).
@@ -17,13 +21,15 @@ comments (``tests/test_class_grading.py`` compares the two).
 
 from __future__ import annotations
 
+import json
 import os
+import select
 import signal
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from labtools.errors import InputError
 from labtools.teach.notebook_files import nbgrader_env
@@ -37,6 +43,9 @@ SUBMISSION_TIMEOUT_S = 3600.0
 LOG_FOLDER = "autograde-log"
 #: seconds between two looks at the running submissions
 POLL_S = 0.2
+#: seconds a worker gets to end once it has no more submissions (its kernels, its fork
+#: server)
+WORKER_END_S = 60.0
 
 GRADED, FAILED, TIMED_OUT, STOPPED = "graded", "failed", "timed out", "stopped"
 
@@ -47,11 +56,12 @@ class SubmissionGrading:
 
     Attributes:
         student: the student's id.
-        status: ``graded``, ``failed`` (nbgrader's exit status was not 0), ``timed out``
+        status: ``graded``, ``failed`` (nbgrader failed, or its worker died), ``timed out``
             (over :data:`SUBMISSION_TIMEOUT_S`) or ``stopped`` (the run was interrupted).
         seconds: wall time, s.
-        cpu_s: CPU time of nbgrader and the kernels it waited for, s (None: it did not
-            end by itself).
+        cpu_s: CPU time of the worker, its fork server and the kernels they waited for
+            since the worker's previous submission (the first carries the worker's start),
+            s (None: it did not end by itself).
         reason: nbgrader's last line when it failed, else empty.
         log: the file with what nbgrader printed.
     """
@@ -85,108 +95,157 @@ def gradebook_url(course: Path) -> Optional[str]:
     return f"sqlite:///{(course / 'gradebook.db').resolve()}?timeout={GRADEBOOK_WAIT_S:g}"
 
 
-def autograde_args(assignment: str, student: str, db_url: Optional[str],
-                   create: bool = False, force: bool = False) -> List[str]:
-    """nbgrader's arguments for one student's autograde."""
-    args = ["autograde", assignment, "--student", student]
-    if db_url is not None:
-        args.append(f"--CourseDirectory.db_url={db_url}")
-    return args + (["--create"] if create else []) + (["--force"] if force else [])
+def autograde_options(db_url: Optional[str], create: bool = False,
+                      force: bool = False) -> List[str]:
+    """nbgrader's autograde options (after the assignment) the workers configure it with."""
+    options = [] if db_url is None else [f"--CourseDirectory.db_url={db_url}"]
+    return options + (["--create"] if create else []) + (["--force"] if force else [])
 
 
-@dataclass
-class _Running:
-    student: str
-    proc: "subprocess.Popen[bytes]"
-    started: float
-    log: Path
+class _Worker:
+    """A worker process (:mod:`labtools.teach.autograde_worker`) in its own session: its
+    kernels, its fork server and itself are stopped together."""
+
+    def __init__(self, python: str, course: Path, assignment: str, options: List[str],
+                 student: str, log: Path) -> None:
+        read_fd, write_fd = os.pipe()
+        try:
+            with open(log, "wb") as out:  # what it says while it starts: the first log
+                self.proc = subprocess.Popen(
+                    [python, "-m", "labtools.teach.autograde_worker", str(write_fd),
+                     assignment, *options], cwd=str(course), env=nbgrader_env(),
+                    stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT,
+                    pass_fds=(write_fd,), start_new_session=True)
+        finally:
+            os.close(write_fd)
+        self.replies = os.fdopen(read_fd, "r")
+        self._send(student, log)
+
+    def give(self, student: str, log: Path) -> None:
+        """Grade ``student`` next, what it prints into ``log``."""
+        log.write_bytes(b"")
+        self._send(student, log)
+
+    def _send(self, student: str, log: Path) -> None:
+        self.student: Optional[str] = student
+        self.started, self.log = time.monotonic(), log
+        stdin = self.proc.stdin
+        if stdin is not None:
+            try:
+                stdin.write(json.dumps({"student": student, "log": str(log)}).encode()
+                            + b"\n")
+                stdin.flush()
+            except BrokenPipeError:
+                pass  # it has ended: result() says so
+
+    def result(self) -> Optional[SubmissionGrading]:
+        """The student's result once the worker replied or died, else None."""
+        assert self.student is not None
+        seconds = time.monotonic() - self.started
+        line = self.replies.readline() if _readable(self.replies) else ""
+        if line:
+            said = json.loads(line)
+            self.student = None
+            status, reason = (GRADED, "") if said["ok"] else (
+                FAILED, f"nbgrader failed: {_last_line(self.log)}")
+            return SubmissionGrading(said["student"], status, seconds, said["cpu_s"],
+                                     reason, self.log)
+        if self.proc.poll() is None:
+            return None
+        student, self.student = self.student, None
+        return SubmissionGrading(student, FAILED, seconds, None,
+                                 f"its grading process ended with status "
+                                 f"{self.proc.returncode}: {_last_line(self.log)}", self.log)
+
+    def stop(self, kill: bool) -> None:
+        """End it: its input closed (it ends after its submission), or its session
+        stopped (``kill``: SIGTERM, then SIGKILL after 10 s)."""
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            try:
+                self.proc.stdin.close()
+            except BrokenPipeError:
+                pass
+        if kill:
+            _signal_session(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=10 if kill else WORKER_END_S)
+        except subprocess.TimeoutExpired:
+            _signal_session(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        if not self.replies.closed:
+            self.replies.close()
 
 
-def _start(exe: str, args: List[str], course: Path, student: str, logs: Path) -> _Running:
-    log = logs / f"{student}.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([exe, *args], cwd=str(course), env=nbgrader_env(),
-                                stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-    return _Running(student, proc, time.monotonic(), log)
+def _readable(stream: Any) -> bool:
+    return bool(select.select([stream], [], [], 0)[0])
+
+
+def _signal_session(pid: int, signum: int) -> None:
+    try:
+        os.killpg(pid, signum)
+    except ProcessLookupError:
+        pass
 
 
 def _last_line(log: Path) -> str:
     lines = [ln.strip() for ln in log.read_text(encoding="utf-8", errors="replace")
-             .splitlines() if ln.strip()]
+             .splitlines() if ln.strip()] if log.is_file() else []
     return lines[-1] if lines else "nbgrader printed nothing"
-
-
-def _stop(run: _Running) -> None:
-    """Stop a submission's nbgrader and its kernels (its process group)."""
-    try:
-        os.killpg(run.proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    try:
-        run.proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(run.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        run.proc.wait()
-
-
-def _finished(run: _Running) -> Optional[SubmissionGrading]:
-    """The run's result when it has ended (its CPU from ``wait4``), else None."""
-    pid, status, usage = os.wait4(run.proc.pid, os.WNOHANG)
-    if pid == 0:
-        return None
-    code = run.proc.returncode = os.waitstatus_to_exitcode(status)
-    seconds = time.monotonic() - run.started
-    cpu = usage.ru_utime + usage.ru_stime
-    if code == 0:
-        return SubmissionGrading(run.student, GRADED, seconds, cpu, "", run.log)
-    return SubmissionGrading(run.student, FAILED, seconds, cpu,
-                             f"nbgrader exit status {code}: {_last_line(run.log)}", run.log)
 
 
 Progress = Callable[[SubmissionGrading, int, int, int], None]
 
 
 def grade_class(course: Path, assignment: str, students: Sequence[str], jobs: int,
-                exe: str, progress: Optional[Progress] = None, create: bool = False,
+                python: str, progress: Optional[Progress] = None, create: bool = False,
                 force: bool = False) -> List[SubmissionGrading]:
-    """Autograde ``students``' submissions of ``assignment``, ``jobs`` at once, with
-    nbgrader at ``exe``; ``progress(result, done, total, running)`` after each. On
-    Ctrl-C the running ones are stopped (``stopped``) and KeyboardInterrupt goes on."""
+    """Autograde ``students``' submissions of ``assignment`` with ``jobs`` workers of the
+    Python ``python`` (nbgrader installed in it); ``progress(result, done, total,
+    running)`` after each. On Ctrl-C the running ones are stopped (``stopped``) and
+    KeyboardInterrupt goes on."""
     if jobs < 1:
         raise InputError(f"jobs must be at least 1, got {jobs}")
     logs = course / LOG_FOLDER / assignment
     logs.mkdir(parents=True, exist_ok=True)
-    url = gradebook_url(course)
-    waiting, running = list(students), []  # type: List[str], List[_Running]
+    options = autograde_options(gradebook_url(course), create, force)
+    waiting, workers = list(students), []  # type: List[str], List[_Worker]
     results: Dict[str, SubmissionGrading] = {}
     try:
-        while waiting or running:
-            while waiting and len(running) < jobs:
+        while waiting or any(w.student for w in workers):
+            for worker in [w for w in workers if not w.student and w.proc.poll() is not None]:
+                worker.stop(kill=False)
+                workers.remove(worker)
+            for worker in workers:
+                if worker.student is None and waiting:
+                    student = waiting.pop(0)
+                    worker.give(student, logs / f"{student}.log")
+            while waiting and len(workers) < jobs:
                 student = waiting.pop(0)
-                running.append(_start(exe, autograde_args(assignment, student, url, create,
-                                                          force), course, student, logs))
-            for run in list(running):
-                result = _finished(run)
-                if result is None and time.monotonic() - run.started > SUBMISSION_TIMEOUT_S:
-                    _stop(run)
-                    result = SubmissionGrading(run.student, TIMED_OUT,
-                                               time.monotonic() - run.started, None,
-                                               f"over {SUBMISSION_TIMEOUT_S:g} s", run.log)
+                workers.append(_Worker(python, course, assignment, options, student,
+                                       logs / f"{student}.log"))
+            for worker in [w for w in workers if w.student]:
+                result = worker.result()
+                if result is None and time.monotonic() - worker.started > SUBMISSION_TIMEOUT_S:
+                    student = worker.student or ""
+                    worker.stop(kill=True)
+                    result = SubmissionGrading(student, TIMED_OUT,
+                                               time.monotonic() - worker.started, None,
+                                               f"over {SUBMISSION_TIMEOUT_S:g} s", worker.log)
+                    worker.student = None
                 if result is not None:
-                    running.remove(run)
-                    results[run.student] = result
+                    results[result.student] = result
                     if progress is not None:
-                        progress(result, len(results), len(students), len(running))
+                        progress(result, len(results), len(students),
+                                 sum(1 for w in workers if w.student))
             time.sleep(POLL_S)
     except KeyboardInterrupt:
-        for run in running:
-            _stop(run)
-            results[run.student] = SubmissionGrading(
-                run.student, STOPPED, time.monotonic() - run.started, None,
-                "interrupted", run.log)
+        for worker in workers:
+            if worker.student:
+                results[worker.student] = SubmissionGrading(
+                    worker.student, STOPPED, time.monotonic() - worker.started, None,
+                    "interrupted", worker.log)
+            worker.stop(kill=True)
         raise
+    for worker in workers:
+        worker.stop(kill=worker.proc.poll() is None and bool(worker.student))
     return [results[s] for s in students if s in results]

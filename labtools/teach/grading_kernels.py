@@ -77,6 +77,11 @@ def fork_server_path() -> Optional[str]:
     return _server.path if _server.ready() else None
 
 
+def current_server() -> Optional[_Server]:
+    """This process's fork server, None before a kernel was asked for."""
+    return _server
+
+
 class ForkingKernelManager(AsyncKernelManager):
     """A kernel manager whose kernels of this Python come from the fork server."""
 

@@ -1,0 +1,123 @@
+"""One of ``labtools autograde``'s workers: nbgrader's autograde for one submission after
+the other, in one process.
+
+``python -m labtools.teach.autograde_worker REPLY_FD ASSIGNMENT [nbgrader options]`` in the
+course folder. It sets nbgrader's autograde up once, as ``nbgrader autograde
+--CourseDirectory.assignment_id=ASSIGNMENT [options]`` does (the course's
+nbgrader_config.py and Jupyter's config folders, then the options), then reads requests
+from its standard input, one JSON line each, ``{"student": ID, "log": PATH}``, and grades
+that student's submission with nbgrader's own ``Autograde`` converter, as ``nbgrader
+autograde --student ID`` would, writing what it says (nbgrader's log, the kernels' output)
+to PATH. After each it writes a JSON line to ``REPLY_FD``: ``{"student", "ok", "cpu_s"}``.
+It ends when its input closes.
+
+nbgrader's import and configuration (about 1.5 CPU s) and the kernel fork server's imports
+(:mod:`labtools.teach.grading_kernels`, about 1.4 CPU s) are paid once per worker instead of
+once per submission. A submission's ``cpu_s`` counts this process and what it waited for,
+the fork server's own time and that of the kernels it waited for, from the end of the
+previous submission: the first one carries the worker's start, and the sum over the
+submissions is everything the worker cost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import traceback
+from typing import IO, Any, Dict, List, Optional
+
+
+def _own_cpu_s() -> float:
+    """CPU seconds of this process and of the processes it waited for."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        usage = resource.getrusage(who)
+        total += usage.ru_utime + usage.ru_stime
+    return total
+
+
+def _fork_server_cpu_s() -> float:
+    """CPU seconds of this worker's kernel fork server and of the kernels it waited for
+    (0 before it starts; its last figure once it is gone)."""
+    from labtools.system import procfs
+    from labtools.teach import grading_kernels
+
+    server = grading_kernels.current_server()
+    if server is None:
+        return 0.0
+    seconds = procfs.cpu_seconds(server.proc.pid, children=True)
+    if seconds is not None:
+        _fork_server_cpu_s.last = seconds  # type: ignore[attr-defined]
+    return float(getattr(_fork_server_cpu_s, "last", 0.0))
+
+
+def cpu_so_far_s() -> float:
+    """Everything this worker has cost so far, CPU seconds."""
+    return _own_cpu_s() + _fork_server_cpu_s()
+
+
+def _log_to(path: str) -> None:
+    """Send this process's standard output and error (nbgrader's log, and what the kernels
+    it starts print) to ``path``."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
+def make_app(assignment: str, options: List[str]) -> Any:
+    """nbgrader's autograde application, configured as on its command line."""
+    from nbgrader.apps.autogradeapp import AutogradeApp
+
+    app = AutogradeApp()
+    app.initialize([f"--CourseDirectory.assignment_id={assignment}", *options])
+    return app
+
+
+def grade_one(app: Any, student: str) -> bool:
+    """Autograde ``student``'s submission as ``nbgrader autograde --student`` does (its own
+    ``start``: the same checks and converter); True when nbgrader finished without an
+    error."""
+    app.coursedir.student_id = student
+    try:
+        app.start()
+        return True
+    except SystemExit as stop:  # nbgrader's fail() and failed conversions: it logged why
+        return stop.code in (0, None)
+    except Exception:  # noqa: BLE001 - one submission's failure is that submission's
+        traceback.print_exc()
+        return False
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+
+
+def serve(app: Any, requests: IO[str], replies: IO[str]) -> None:
+    """Grade each requested submission, reply after each, until ``requests`` ends."""
+    for line in requests:
+        request: Dict[str, str] = json.loads(line)
+        _log_to(request["log"])
+        before = getattr(serve, "cpu_s", 0.0)
+        ok = grade_one(app, request["student"])
+        after = cpu_so_far_s()
+        serve.cpu_s = after  # type: ignore[attr-defined]
+        replies.write(json.dumps({"student": request["student"], "ok": ok,
+                                  "cpu_s": round(after - before, 3)}) + "\n")
+        replies.flush()
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """``REPLY_FD ASSIGNMENT [nbgrader options]``; 0 when its input ended."""
+    args = sys.argv[1:] if argv is None else argv
+    replies = os.fdopen(int(args[0]), "w", buffering=1)
+    app = make_app(args[1], args[2:])
+    serve(app, sys.stdin, replies)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
