@@ -23,9 +23,10 @@ import pytest
 from labtools.teach import grading_kernels
 from labtools.teach.grading_kernels import ForkingKernelManager
 
-CODE = ("import os, sys, numpy\n"
+CODE = ("import os, sys, numpy, ipywidgets, comm\n"
         "print(os.getcwd(), os.environ.get('LABTOOLS_TEST_WORD'), os.getppid(), "
-        "'pandas' in sys.modules, numpy.random.randint(1 << 30))")
+        "'pandas' in sys.modules, numpy.random.randint(1 << 30), "
+        "'jupyter.widget.control' in comm.get_comm_manager().targets)")
 
 
 async def _run(km: ForkingKernelManager, cwd: Path, interrupt: bool) -> Dict[str, Any]:
@@ -82,6 +83,8 @@ def test_a_forked_kernel_is_a_kernel_of_its_own(tmp_path):
     assert words[0][2] == words[1][2] != str(os.getpid())  # both forked by the server
     assert [w[3] for w in words] == ["True", "True"]  # imported before the kernel started
     assert words[0][4] != words[1][4]  # NumPy's numbers differ from kernel to kernel
+    # ipywidgets, imported by the server, registered with each kernel as when imported there
+    assert [w[5] for w in words] == ["True", "True"]
     assert first["interrupted"] == "KeyboardInterrupt"
 
 
@@ -138,15 +141,16 @@ def _no_signal_leftovers():
     assert signal.getsignal(signal.SIGINT) == before
 
 
-def test_the_server_imports_no_widgets_and_no_matplotlib_backend():
-    """ipywidgets registers its comm target with the kernel it is imported in, and
-    matplotlib's inline backend its hooks: both must be imported in the kernel itself."""
+def test_the_server_imports_no_matplotlib_backend():
+    """matplotlib's inline backend registers its hooks with the kernel it is imported in:
+    it must be imported in the kernel itself (ipywidgets' registration is done again in
+    each kernel: the test above)."""
     import subprocess
 
     from labtools.teach.kernel_forks import PREIMPORTED
 
     code = ("import sys; from labtools.teach.kernel_forks import _preimport; _preimport(); "
-            "print(sorted(m for m in ('ipywidgets', 'matplotlib_inline.backend_inline') "
+            "print(sorted(m for m in ('matplotlib_inline.backend_inline',) "
             "if m in sys.modules), all(m in sys.modules for m in sys.argv[1:]))")
     done = subprocess.run([sys.executable, "-c", code, *PREIMPORTED], capture_output=True,
                           text=True, timeout=120, check=True)

@@ -26,10 +26,12 @@ import traceback
 from typing import Any, Dict, List, Optional
 
 #: what the server imports before it forks: what the labs' cells import (pyplot without a
-#: backend yet: the kernel's own is chosen in the kernel), but not ipywidgets, which
-#: registers itself with the kernel it is imported in
+#: backend yet: the kernel's own is chosen in the kernel), what ipykernel imports while a
+#: kernel starts (its debugger, with debugpy; psutil) and ipywidgets, whose registration
+#: with the kernel it is imported in is done again in each kernel (:func:`_start_kernel`)
 PREIMPORTED = ("numpy", "pandas", "matplotlib", "matplotlib.pyplot", "IPython",
                "IPython.display", "ipykernel.kernelapp", "ipykernel.ipkernel",
+               "ipykernel.debugger", "psutil", "ipywidgets", "labtools.teach.widgets",
                "labtools.teach.notebook", "labtools.teach.plots", "labtools.teach.tool_runs",
                "labtools.lab.probes", "labtools.teach.question_values",
                "labtools.teach.topology_plot", "labtools.tools.parsers",
@@ -78,9 +80,7 @@ def _become_kernel(request: Dict[str, Any], fds: List[int], keep_closed: List[in
         if parent:
             sys.argv.append(f"--IPKernelApp.parent_handle={parent}")
         sys.path[0] = request["cwd"]  # as for `python -m`
-        from ipykernel import kernelapp
-
-        kernelapp.launch_new_instance()
+        _start_kernel()
         code = 0
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else 1
@@ -90,6 +90,21 @@ def _become_kernel(request: Dict[str, Any], fds: List[int], keep_closed: List[in
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+
+
+def _start_kernel() -> None:
+    """What ``python -m ipykernel_launcher`` does (``IPKernelApp.launch_instance``), with
+    ipywidgets' import-time step done once the kernel exists: imported in the server, it
+    found no kernel to register its comm target with (ipywidgets 8: ``_handle_ipython``)."""
+    from ipykernel import kernelapp
+
+    app = kernelapp.IPKernelApp.instance()
+    app.initialize()
+    widgets = sys.modules.get("ipywidgets")
+    register = getattr(widgets, "_handle_ipython", None)
+    if callable(register):
+        register()
+    app.start()
 
 
 class ForkServer:
