@@ -38,24 +38,27 @@ def _own_cpu_s() -> float:
     return total
 
 
-def _fork_server_cpu_s() -> float:
-    """CPU seconds of this worker's kernel fork server and of the kernels it waited for
-    (0 before it starts; its last figure once it is gone)."""
-    from labtools.system import procfs
-    from labtools.teach import grading_kernels
+class CpuMeter:
+    """Everything this worker has cost, CPU seconds: this process and what it waited for,
+    its kernel fork server and the kernels the server waited for."""
 
-    server = grading_kernels.current_server()
-    if server is None:
-        return 0.0
-    seconds = procfs.cpu_seconds(server.proc.pid, children=True)
-    if seconds is not None:
-        _fork_server_cpu_s.last = seconds  # type: ignore[attr-defined]
-    return float(getattr(_fork_server_cpu_s, "last", 0.0))
+    def __init__(self) -> None:
+        self.server_s = 0.0  # the server's last figure (kept if it is gone)
+        self.total_s = 0.0
 
+    def since_last(self) -> float:
+        """CPU seconds spent since the previous call (the first: since the start)."""
+        from labtools.system import procfs
+        from labtools.teach import grading_kernels
 
-def cpu_so_far_s() -> float:
-    """Everything this worker has cost so far, CPU seconds."""
-    return _own_cpu_s() + _fork_server_cpu_s()
+        server = grading_kernels.current_server()
+        seconds = None if server is None else procfs.cpu_seconds(server.proc.pid,
+                                                                 children=True)
+        if seconds is not None:
+            self.server_s = seconds
+        total = _own_cpu_s() + self.server_s
+        spent, self.total_s = total - self.total_s, total
+        return spent
 
 
 def _log_to(path: str) -> None:
@@ -98,15 +101,13 @@ def grade_one(app: Any, student: str) -> bool:
 
 def serve(app: Any, requests: IO[str], replies: IO[str]) -> None:
     """Grade each requested submission, reply after each, until ``requests`` ends."""
+    meter = CpuMeter()
     for line in requests:
         request: Dict[str, str] = json.loads(line)
         _log_to(request["log"])
-        before = getattr(serve, "cpu_s", 0.0)
         ok = grade_one(app, request["student"])
-        after = cpu_so_far_s()
-        serve.cpu_s = after  # type: ignore[attr-defined]
         replies.write(json.dumps({"student": request["student"], "ok": ok,
-                                  "cpu_s": round(after - before, 3)}) + "\n")
+                                  "cpu_s": round(meter.since_last(), 3)}) + "\n")
         replies.flush()
 
 

@@ -246,6 +246,6 @@ def grade_class(course: Path, assignment: str, students: Sequence[str], jobs: in
                     "interrupted", worker.log)
             worker.stop(kill=True)
         raise
-    for worker in workers:
-        worker.stop(kill=worker.proc.poll() is None and bool(worker.student))
+    for worker in workers:  # none has a submission left: each ends once its input closes
+        worker.stop(kill=False)
     return [results[s] for s in students if s in results]
