@@ -1,5 +1,5 @@
 """Autograde's kernels forked from one that has imported the labs' modules
-(labtools.teach.kernel_forks, labtools.teach.grading_kernels): real kernels started by
+(labtools.teach.kernel_forks, labtools.teach.kernel_fork_manager): real kernels started by
 jupyter_client through the kit's kernel manager, as nbgrader starts them.
 
 They must be kernels of their own (the notebook's folder, the environment Jupyter gave,
@@ -20,8 +20,8 @@ from typing import Any, Dict
 
 import pytest
 
-from labtools.teach import grading_kernels
-from labtools.teach.grading_kernels import ForkingKernelManager
+from labtools.teach import kernel_fork_manager
+from labtools.teach.kernel_fork_manager import ForkingKernelManager
 
 CODE = ("import os, sys, numpy, ipywidgets, comm\n"
         "print(os.getcwd(), os.environ.get('LABTOOLS_TEST_WORD'), os.getppid(), "
@@ -71,7 +71,7 @@ def test_a_forked_kernel_is_a_kernel_of_its_own(tmp_path):
         seen = [await _run(kms[0], tmp_path / "a", interrupt=True),
                 await _run(kms[1], tmp_path / "b", interrupt=False)]
         for km in kms:
-            assert Path(km.format_kernel_cmd()[3]) == grading_kernels.CLIENT
+            assert Path(km.format_kernel_cmd()[3]) == kernel_fork_manager.CLIENT
             await km.shutdown_kernel(now=False)
         return seen
 
@@ -115,11 +115,11 @@ def test_a_killed_kernel_leaves_no_process(tmp_path):
 def test_kernels_start_as_before_when_switched_off_or_for_another_python(monkeypatch):
     km = ForkingKernelManager(kernel_name="python3")
     forked = km.format_kernel_cmd()
-    assert forked[:4] == [sys.executable, "-S", "-B", str(grading_kernels.CLIENT)]
+    assert forked[:4] == [sys.executable, "-S", "-B", str(kernel_fork_manager.CLIENT)]
     assert forked[5:7] == ["-m", "ipykernel_launcher"]
     monkeypatch.setenv("LABTOOLS_FORKED_KERNELS", "0")
     plain = km.format_kernel_cmd()
-    assert plain[1:3] == ["-m", "ipykernel_launcher"] and str(grading_kernels.CLIENT) not in plain
+    assert plain[1:3] == ["-m", "ipykernel_launcher"] and str(kernel_fork_manager.CLIENT) not in plain
 
 
 def test_the_client_without_a_server_becomes_the_kernel_itself(tmp_path):
@@ -128,7 +128,7 @@ def test_the_client_without_a_server_becomes_the_kernel_itself(tmp_path):
 
     program = tmp_path / "p.py"
     program.write_text("import sys; print('ran', sys.argv[1:]); sys.exit(3)\n")
-    done = subprocess.run([sys.executable, "-S", str(grading_kernels.CLIENT),
+    done = subprocess.run([sys.executable, "-S", str(kernel_fork_manager.CLIENT),
                            str(tmp_path / "none.sock"), str(program), "x"],
                           capture_output=True, text=True, timeout=30, check=False)
     assert (done.returncode, done.stdout) == (3, "ran ['x']\n")

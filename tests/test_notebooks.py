@@ -9,7 +9,11 @@ short durations CI uses) and checks that every grading cell passed, that the mea
 were saved and that nothing was left behind. Under software emulation a rendered figure
 costs tens of seconds, so the kernel draws with matplotlib's non-interactive Agg backend
 (every plotting call runs, no PNG is rendered; tests/test_plots.py renders them), and the
-font cache is kept in ``.cache/matplotlib`` so that it is built once, not per VM boot.
+font cache is kept in ``.cache/matplotlib`` so that it is built once, not per VM boot. The
+kernels are forked from one that has imported the labs' modules, as when grading
+(``execute(forked=True)``): started anew, each cost 15-25 s of start and 15-30 s of imports
+under emulation, eight times. A student's kernel, started anew, is tested by
+tests/test_vm_kernel.py and the browser tests.
 """
 
 from __future__ import annotations
@@ -286,7 +290,7 @@ def test_solution_runs_top_to_bottom_on_a_real_network(name, tmp_path, monkeypat
     shutil.copy(SOLUTIONS / name, path)
     before = _leftovers()
     start = time.monotonic()
-    executed = notebooks.execute(path, cwd=folder)
+    executed = notebooks.execute(path, cwd=folder, forked=True)
     took = time.monotonic() - start
     print(f"\n{name}: executed in {took:.0f} s; {notebooks.timing_line(executed)}")
     for cell in _code_cells(executed):

@@ -12,7 +12,7 @@ to PATH. After each it writes a JSON line to ``REPLY_FD``: ``{"student", "ok", "
 It ends when its input closes.
 
 nbgrader's import and configuration (about 1.5 CPU s) and the kernel fork server's imports
-(:mod:`labtools.teach.grading_kernels`, about 1.4 CPU s) are paid once per worker instead of
+(:mod:`labtools.teach.kernel_fork_manager`, about 1.4 CPU s) are paid once per worker instead of
 once per submission. A submission's ``cpu_s`` counts this process and what it waited for,
 the fork server's own time and that of the kernels it waited for, from the end of the
 previous submission: the first one carries the worker's start, and the sum over the
@@ -49,9 +49,9 @@ class CpuMeter:
     def since_last(self) -> float:
         """CPU seconds spent since the previous call (the first: since the start)."""
         from labtools.system import procfs
-        from labtools.teach import grading_kernels
+        from labtools.teach import kernel_fork_manager
 
-        server = grading_kernels.current_server()
+        server = kernel_fork_manager.current_server()
         seconds = None if server is None else procfs.cpu_seconds(server.proc.pid,
                                                                  children=True)
         if seconds is not None:

@@ -232,11 +232,14 @@ KERNEL_STARTUP_S = 300
 
 
 def execute(path: Path, timeout_s: int = 900, cwd: Optional[Path] = None,
-            kernel: str = "python3") -> Any:
+            kernel: str = "python3", forked: bool = False) -> Any:
     """Run a notebook top to bottom with nbclient; returns the executed notebook.
 
     A cell may declare its own time-out in its metadata (``"timeout": seconds``), as long
-    measurement cells do; otherwise ``timeout_s`` applies to each cell."""
+    measurement cells do; otherwise ``timeout_s`` applies to each cell. ``forked``: the
+    kernel comes from this process's kernel fork server
+    (:mod:`labtools.teach.kernel_fork_manager`, as when grading), for a caller that runs
+    many notebooks; a student's kernel is always started anew (the default)."""
     import nbformat
     from jupyter_client import KernelManager
     from nbclient import NotebookClient
@@ -245,7 +248,13 @@ def execute(path: Path, timeout_s: int = 900, cwd: Optional[Path] = None,
     from labtools.errors import LabtoolsError
 
     nb = nbformat.read(str(path), as_version=4)
-    km = KernelManager(kernel_name=kernel, shutdown_wait_time=KERNEL_SHUTDOWN_WAIT_S)
+    if forked:
+        from labtools.teach.kernel_fork_manager import ForkingKernelManager
+
+        km: Any = ForkingKernelManager(kernel_name=kernel,
+                                       shutdown_wait_time=KERNEL_SHUTDOWN_WAIT_S)
+    else:
+        km = KernelManager(kernel_name=kernel, shutdown_wait_time=KERNEL_SHUTDOWN_WAIT_S)
     client = NotebookClient(nb, km=km, timeout=timeout_s, kernel_name=kernel,
                             startup_timeout=KERNEL_STARTUP_S,
                             resources={"metadata": {"path": str(cwd or path.parent)}},
