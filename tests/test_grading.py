@@ -83,28 +83,57 @@ def _submit(course: Path, student: str, results: bool = True,
     return folder
 
 
-def _autograde(course: Path, student: str) -> Dict[str, float]:
-    """nbgrader autograde, then nbgrader's own grade export: the score of each notebook."""
-    notebooks.nbgrader(["db", "student", "add", student], course)
-    notebooks.nbgrader(["autograde", ASSIGNMENT, "--student", student, "--create", "--force"],
-                       course, timeout_s=900)
-    scores = {}
-    for name in NAMES:
-        executed = nbformat.read(str(course / "autograded" / student / ASSIGNMENT / name), 4)
-        scores[name] = executed
+#: student2's edits: reference-topology answers typed by hand (lab 0) and a wrong answer
+#: behind a hidden test (lab 6's units); notebook -> cell id -> {old: new}
+WRONG_ANSWERS = {"00-getting-started.ipynb": {"compute-answers": {
+    "rtt_h1_h4_ms = 2 * (L1.delay_ms + L2.delay_ms)": "rtt_h1_h4_ms = L1.delay_ms + L2.delay_ms",
+    "bottleneck_h1_h4_mbps = min(L1.bw_mbps, L2.bw_mbps)":
+        "bottleneck_h1_h4_mbps = L1.bw_mbps + L2.bw_mbps"}},
+    "06-measurement-pitfalls.ipynb": {"units": {
+        "rate_10M_mbps = 1470 * 8 / 1121.52e-6 / 1e6": "rate_10M_mbps = 10.0"}}}
+
+
+def _submit_class(course: Path) -> None:
+    """The class's five submissions (each test below reads one of them)."""
+    _submit(course, "student1")  # complete
+    wrong = _submit(course, "student2", edit=WRONG_ANSWERS)  # student1's lab partner
+    _checked_after_measuring(wrong / "results" / "labtools.sqlite", "link")
+    _submit(course, "student3", results=False)  # no results file
+    _submit(course, "student4")  # student1's results file as theirs
+    folder = _submit(course, "student5", results=False)  # measured on student1's variant
+    shutil.copytree(EARLIER, folder / "results")
+
+
+def _autograde_class(course: Path) -> Dict[str, Dict]:
+    """nbgrader autograde of every submission (one run, one student after the other, as an
+    instructor runs it), then nbgrader's own grade export: each student's score and
+    autograded notebooks."""
+    notebooks.nbgrader(["autograde", ASSIGNMENT, "--create", "--force"], course, timeout_s=1800)
     notebooks.nbgrader(["export", "--to", str(course / "grades.csv")], course)
     with open(course / "grades.csv", newline="") as table:
-        rows = [r for r in csv.DictReader(table) if r["student_id"] == student]
-    assert len(rows) == 1, rows
-    return {"score": float(rows[0]["score"]), "max": float(rows[0]["max_score"]),
-            "notebooks": scores}
+        rows = {r["student_id"]: r for r in csv.DictReader(table)}
+    graded = {}
+    for student, row in rows.items():
+        folder = course / "autograded" / student / ASSIGNMENT
+        graded[student] = {"score": float(row["score"]), "max": float(row["max_score"]),
+                           "notebooks": {name: nbformat.read(str(folder / name), 4)
+                                         for name in NAMES}}
+    return graded
 
 
 @pytest.fixture(scope="module")
-def full(course) -> Dict:
-    """student1's complete submission, autograded once for the tests below."""
-    _submit(course, "student1")
-    return _autograde(course, "student1")
+def graded(course) -> Dict[str, Dict]:
+    """The class, submitted and autograded once for the tests below."""
+    _submit_class(course)
+    graded = _autograde_class(course)
+    assert sorted(graded) == [f"student{i}" for i in range(1, 6)]
+    return graded
+
+
+@pytest.fixture(scope="module")
+def full(graded) -> Dict:
+    """student1's complete submission."""
+    return graded["student1"]
 
 
 def test_the_release_is_exactly_the_kits_student_notebooks(course):
@@ -154,22 +183,15 @@ def _checked_after_measuring(results: Path, case: str) -> None:
                     'WHERE "case" = ?) WHERE "case" = ?', (case, case))
 
 
-def test_a_wrong_answer_loses_exactly_its_cells_points_and_gets_its_explanation(course, full):
+def test_a_wrong_answer_loses_exactly_its_cells_points_and_gets_its_explanation(course, full,
+                                                                               graded):
     """Reference-topology answers typed by hand are wrong for the student's variant
     (student1): the compute-it-first check of lab 0 loses its points and explains why,
     without giving away an expected number the lab did not measure. A wrong answer behind a
     hidden test (lab 6's units, whose visible check only asks for a number) loses its points
     too: autograding puts the hidden test back. Lab 2's right answers, checked only after measuring, lose
     their cell's points with the record's one line."""
-    edit = {"00-getting-started.ipynb": {"compute-answers": {
-        "rtt_h1_h4_ms = 2 * (L1.delay_ms + L2.delay_ms)": "rtt_h1_h4_ms = L1.delay_ms + L2.delay_ms",
-        "bottleneck_h1_h4_mbps = min(L1.bw_mbps, L2.bw_mbps)":
-            "bottleneck_h1_h4_mbps = L1.bw_mbps + L2.bw_mbps"}},
-        "06-measurement-pitfalls.ipynb": {"units": {
-            "rate_10M_mbps = 1470 * 8 / 1121.52e-6 / 1e6": "rate_10M_mbps = 10.0"}}}
-    folder = _submit(course, "student2", edit=edit)
-    _checked_after_measuring(folder / "results" / "labtools.sqlite", "link")
-    wrong = _autograde(course, "student2")
+    wrong = graded["student2"]
     lost = (_grade_cells("00-getting-started.ipynb")["compute-check"]["points"]
             + _grade_cells("06-measurement-pitfalls.ipynb")["units-check"]["points"]
             + _grade_cells("02-link-latency-throughput.ipynb")["compute-check"]["points"])
@@ -201,9 +223,8 @@ def test_a_wrong_answer_loses_exactly_its_cells_points_and_gets_its_explanation(
     assert float(rows["rtt_ms h1 h4"][2]) == pair.rtt_ms  # number is no secret (the verdict)
 
 
-def test_a_missing_results_file_loses_exactly_the_measured_checks(course, full):
-    _submit(course, "student3", results=False)
-    missing = _autograde(course, "student3")
+def test_a_missing_results_file_loses_exactly_the_measured_checks(full, graded):
+    missing = graded["student3"]
     measured = sum(_auto_points(n, True) for n in NAMES)
     assert missing["score"] == full["score"] - measured, (missing, full, measured)
     nb = missing["notebooks"]["00-getting-started.ipynb"]
@@ -251,19 +272,16 @@ def _start_text(nb) -> str:
 
 
 @pytest.fixture(scope="module")
-def copied(course, full) -> Dict:
+def copied(graded) -> Dict:
     """student4 hands in student1's results file as theirs."""
-    _submit(course, "student4")
-    return _autograde(course, "student4")
+    return graded["student4"]
 
 
 @pytest.fixture(scope="module")
-def wrong_variant(course, full) -> Dict:
+def wrong_variant(graded) -> Dict:
     """student5 hands in measurements of their own, made on student1's variant (the first
     recording of the fixture: notebooks 00-05, none of its runs the same as student1's)."""
-    folder = _submit(course, "student5", results=False)
-    shutil.copytree(EARLIER, folder / "results")
-    return _autograde(course, "student5")
+    return graded["student5"]
 
 
 def _lost_exactly_the_measured_checks(course: Path, student: str) -> None:
