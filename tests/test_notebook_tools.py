@@ -357,6 +357,11 @@ def test_a_course_gives_each_graded_cell_more_than_nbgraders_30_s():
     hub = (Path(__file__).resolve().parents[1] / "deploy" / "image" / "etc" / "jupyter"
            / "nbgrader_config.py").read_text()
     assert f"c.Execute.timeout = {GRADING_CELL_TIMEOUT_S}\n" in hub
+    # and the hub's autograde forks its kernels too
+    seen: dict = {}
+    exec(hub, {"get_config": lambda: _Config(seen)})
+    assert seen["Execute.timeout"] == GRADING_CELL_TIMEOUT_S
+    assert ForkingExecute in seen["Autograde.autograde_preprocessors"]
 
 
 class _Config:

@@ -9,6 +9,14 @@ c = get_config()  # noqa: F821 - nbgrader's config loader provides it
 # seconds per cell while autograding (nbgrader's 30 is short for lab 7's hidden cross-tests
 # on a busy server); the same as labtools.teach.notebook_files.GRADING_CELL_TIMEOUT_S
 c.Execute.timeout = 300
+try:  # autograde's kernels forked from one that imported the labs' modules (the kit's
+    # labtools.teach.grading_kernels, as in a course the kit made); nbgrader's own where
+    # the kit or nbgrader is not installed (a student's server)
+    from labtools.teach.grading_kernels import autograde_preprocessors
+
+    c.Autograde.autograde_preprocessors = autograde_preprocessors()
+except ImportError:
+    pass
 c.Exchange.root = os.environ.get("NBGRADER_EXCHANGE", "/srv/nbgrader/exchange")
 if os.environ.get("LABTOOLS_COURSE"):
     c.CourseDirectory.course_id = os.environ["LABTOOLS_COURSE"]
