@@ -11,7 +11,7 @@ costs tens of seconds, so the kernel draws with matplotlib's non-interactive Agg
 (every plotting call runs, no PNG is rendered; tests/test_plots.py renders them), and the
 font cache is kept in ``.cache/matplotlib`` so that it is built once, not per VM boot. The
 kernels are forked from one that has imported the labs' modules, as when grading
-(``execute(forked=True)``): started anew, each cost 15-25 s of start and 15-30 s of imports
+(``execute(forked=True)``): started anew, each cost 16-26 s of start and 14-28 s of imports
 under emulation, eight times. A student's kernel, started anew, is tested by
 tests/test_vm_kernel.py and the browser tests.
 """
