@@ -373,14 +373,15 @@ class ResultStore:
     def measurement(self, run_id: int) -> Measurement:
         """Run ``run_id`` judged again from its raw output (no network needed): a
         :class:`~labtools.judge.measurement.Measurement` equal to the one that was saved."""
-        return rebuild_measurement(self.get(run_id))
+        return rebuild_measurement(self.get(run_id, table=False))
 
     def group(self, group_id: str) -> Union[FlowsMeasurement, CapacitySearch]:
         """Concurrent flows or a capacity search judged again from their runs' raw output."""
         found = self.groups(id=group_id)
         if not found:
             raise StoreError(f"no group {group_id} in {self.path}")
-        members = [self.get(int(i)) for i in self.runs(group_id=group_id)["id"]]
+        ids = self.query("SELECT id FROM runs WHERE group_id = ? ORDER BY id", (group_id,))
+        members = [self.get(int(row["id"]), table=False) for row in ids]
         return rebuild_group(found[0], members)
 
     def export_csv(self, folder: Union[Path, str], **filters: Any) -> List[Path]:
