@@ -72,10 +72,19 @@ def test_a_forked_kernel_is_a_kernel_of_its_own(tmp_path):
                 await _run(kms[1], tmp_path / "b", interrupt=False)]
         for km in kms:
             assert Path(km.format_kernel_cmd()[3]) == kernel_fork_manager.CLIENT
+            # Unix sockets in the process's kernels folder, not TCP ports nor the cwd
+            assert km.transport == "ipc"
+            assert os.path.dirname(km.ip) == kernel_fork_manager.kernels_folder()
+            assert any(p.startswith(os.path.basename(km.ip))
+                       for p in os.listdir(kernel_fork_manager.kernels_folder()))
             await km.shutdown_kernel(now=False)
+            assert not [p for p in os.listdir(kernel_fork_manager.kernels_folder())
+                        if p.startswith(os.path.basename(km.ip))]
         return seen
 
     first, second = asyncio.run(two())
+    assert sorted(os.listdir(tmp_path)) == ["a", "b"]
+    assert not os.listdir(tmp_path / "a") and not os.listdir(tmp_path / "b")
     words = [s["out"].split() for s in (first, second)]
     assert first["status"] == second["status"] == "ok"
     assert [w[0] for w in words] == [str(tmp_path / "a"), str(tmp_path / "b")]
@@ -86,6 +95,13 @@ def test_a_forked_kernel_is_a_kernel_of_its_own(tmp_path):
     # ipywidgets, imported by the server, registered with each kernel as when imported there
     assert [w[5] for w in words] == ["True", "True"]
     assert first["interrupted"] == "KeyboardInterrupt"
+
+
+def test_kernels_keep_tcp_where_a_unix_socket_path_would_be_too_long(monkeypatch):
+    monkeypatch.setattr(kernel_fork_manager, "_folder", "/tmp/" + "x" * 90)
+    assert ForkingKernelManager(kernel_name="python3").transport == "tcp"
+    monkeypatch.setattr(kernel_fork_manager, "_folder", "/tmp/labtools-kernels-abcdefgh")
+    assert ForkingKernelManager(kernel_name="python3").transport == "ipc"
 
 
 def test_a_killed_kernel_leaves_no_process(tmp_path):

@@ -9,6 +9,13 @@ start :mod:`labtools.teach.kernel_fork_client` instead; any other kernel, or a s
 does not start, is started as before. The server ends with the process and is waited for,
 so its kernels' CPU time is the process's, as a plain kernel's is. It imports nothing of
 nbgrader.
+
+Its kernels talk to Jupyter over Unix sockets (Jupyter's ``ipc`` transport) in this
+process's folder of kernels, not over TCP: Jupyter picks a TCP port free and the kernel
+binds it a moment later, and while a class was graded several submissions at once (lab
+7's loopback transfers taking ephemeral ports all the time) another process took one in
+between now and then: ``Address already in use``, that submission failed. Where the
+folder's path is too long for a Unix socket, kernels keep TCP.
 """
 
 from __future__ import annotations
@@ -20,10 +27,12 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import List, Optional
 
 from jupyter_client.manager import AsyncKernelManager
+from traitlets import default
 
 from labtools import settings
 from labtools.teach.kernel_forks import LAUNCHER
@@ -31,16 +40,33 @@ from labtools.teach.kernel_forks import LAUNCHER
 #: seconds the server may take to listen (its imports: 1.5 s here, about 30 s in the lab VM
 #: under software emulation) before kernels start as before
 SERVER_READY_S = 90.0
+#: longest path of a Unix socket (Linux's sun_path holds 108 bytes with its final zero)
+UNIX_SOCKET_PATH_MAX = 107
+#: a kernel's sockets in the folder: ``kernel-ID-N`` (ID 12 hex digits, N Jupyter's 1-5)
+IPC_NAME_MAX = len("kernel-123456789012-99")
 #: seconds the server gets to end once the process that started it is done
 SERVER_STOP_S = 30.0
 CLIENT = Path(__file__).resolve().parent / "kernel_fork_client.py"
+
+
+_folder: Optional[str] = None
+
+
+def kernels_folder() -> str:
+    """This process's folder for its fork server's and kernels' sockets, made when first
+    asked for, removed when the process ends (after the server, which is stopped first)."""
+    global _folder
+    if _folder is None:
+        _folder = tempfile.mkdtemp(prefix="labtools-kernels-")
+        atexit.register(shutil.rmtree, _folder, True)
+    return _folder
 
 
 class _Server:
     """The one fork server of this process, started when a kernel is first asked for."""
 
     def __init__(self) -> None:
-        self.folder = tempfile.mkdtemp(prefix="labtools-kernels-")
+        self.folder = kernels_folder()
         self.path = os.path.join(self.folder, "forks.sock")
         self.proc = subprocess.Popen([sys.executable, "-m", "labtools.teach.kernel_forks",
                                       self.path], stdin=subprocess.PIPE)
@@ -64,7 +90,10 @@ class _Server:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        shutil.rmtree(self.folder, ignore_errors=True)
+        try:
+            os.remove(self.path)
+        except FileNotFoundError:
+            pass
 
 
 _server: Optional[_Server] = None
@@ -84,8 +113,24 @@ def current_server() -> Optional[_Server]:
     return _server
 
 
+def ipc_fits() -> bool:
+    """True when a kernel's sockets in :func:`kernels_folder` fit a Unix socket's path."""
+    return len(kernels_folder()) + 1 + IPC_NAME_MAX <= UNIX_SOCKET_PATH_MAX
+
+
 class ForkingKernelManager(AsyncKernelManager):
-    """A kernel manager whose kernels of this Python come from the fork server."""
+    """A kernel manager whose kernels of this Python come from the fork server, talking
+    over Unix sockets where their path fits."""
+
+    @default("transport")
+    def _transport_default(self) -> str:
+        return "ipc" if ipc_fits() else "tcp"
+
+    @default("ip")
+    def _ip_default(self) -> str:
+        if self.transport != "ipc":
+            return super()._ip_default()
+        return os.path.join(kernels_folder(), f"kernel-{uuid.uuid4().hex[:12]}")
 
     def format_kernel_cmd(self, extra_arguments: Optional[List[str]] = None) -> List[str]:
         cmd = super().format_kernel_cmd(extra_arguments)

@@ -14,6 +14,7 @@ line, like :func:`labtools.teach.notebook.check_network`, and leaves no process 
 from __future__ import annotations
 
 import importlib.util
+import random
 import shlex
 import signal
 import socket
@@ -45,6 +46,15 @@ LOOPBACK = "127.0.0.1"
 #: per second of a timed run, for rates nobody grades (loopback is not the link)
 LOOPBACK_PACE_MBPS = 200.0
 PACED_START = Path(__file__).resolve().parent / "paced_start.py"
+#: the loopback servers' ports are picked at random from here up to the start of the
+#: kernel's ephemeral ports (ip_local_port_range): a port from that range could be given
+#: to some connection between the pick and the server's bind (while a class is graded
+#: several submissions at once, lab 7's transfers take ephemeral ports all the time)
+SERVER_PORT_FLOOR = 20000
+#: where Linux says which ports it hands out by itself (first and last)
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+#: random ports tried before asking the kernel for any free one
+PORT_TRIES = 50
 
 
 @dataclass
@@ -62,8 +72,30 @@ class Finished:
         return f"exit status {self.status}; last line: {said}"
 
 
+def _ephemeral_start() -> int:
+    """The first port the kernel hands out by itself (32768 where it does not say)."""
+    try:
+        return int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind((LOOPBACK, port))
+        except OSError:
+            return False
+    return True
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    """A TCP port on 127.0.0.1 that nothing uses right now, below the ephemeral ports
+    where there is room (:data:`SERVER_PORT_FLOOR`), else any the kernel gives."""
+    below = range(SERVER_PORT_FLOOR, _ephemeral_start())
+    for port in random.sample(below, min(PORT_TRIES, len(below))):
+        if _bindable(port):
+            return port
     with socket.socket() as sock:
         sock.bind((LOOPBACK, 0))
         return int(sock.getsockname()[1])
