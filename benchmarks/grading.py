@@ -33,6 +33,7 @@ from typing import Any, Dict, List, Tuple
 import nbformat
 from common import RESULTS, ROOT, machine_info, say, write_json
 
+from labtools.teach import class_grading
 from labtools.teach import notebook_files as notebooks
 
 PY = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").is_dir() else sys.executable
@@ -193,7 +194,8 @@ def report_lines(data: Dict[str, Any]) -> List[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=100)
-    parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--jobs", type=int, default=class_grading.default_jobs(),
+                        help="labtools autograde's workers (default: its own default)")
     parser.add_argument("--out", type=Path, default=RESULTS / "grading.json")
     args = parser.parse_args()
     students = [f"s{i:04d}" for i in range(1, args.students + 1)]

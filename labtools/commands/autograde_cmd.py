@@ -4,8 +4,9 @@
 
 For the instructor (refused in a student's lab). Runs nbgrader's autograde of ASSIGNMENT
 for every submission in the course's ``submitted/`` folder (or the ones named), as
-``nbgrader autograde ASSIGNMENT --student ID`` does, ``--jobs`` at once (default: this
-machine's CPUs), and prints a line as each ends; see :mod:`labtools.teach.class_grading`.
+``nbgrader autograde ASSIGNMENT --student ID`` does, ``--jobs`` at once (default: three
+for each CPU, as many as the memory holds), and prints a line as each ends; see
+:mod:`labtools.teach.class_grading`.
 Exit status 0 when every submission was graded, 1 when one or more failed or timed out
 (each named, with nbgrader's last line and its log), 2 for a bad course or assignment.
 """
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--student", metavar="ID", action="append", dest="students",
                    type=options.text, help="only this student (may be given again)")
     p.add_argument("--jobs", "-j", metavar="N", type=options.count,
-                   help="submissions graded at once (default: this machine's CPUs)")
+                   help="submissions graded at once (default: 3 for each CPU, as many as the "
+                        "memory holds, 500 MiB each)")
     p.add_argument("--create", action="store_true",
                    help="add students missing from the gradebook (nbgrader's --create)")
     p.add_argument("--force", action="store_true",
@@ -65,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
                          f"{args.assignment} there first")
     if importlib.util.find_spec("nbgrader") is None:
         raise EnvironmentProblem("nbgrader is not installed: pip install 'labtools[dev]'")
-    jobs = args.jobs or len(os.sched_getaffinity(0))
+    jobs = args.jobs or class_grading.default_jobs()
     print(f"labtools autograde: {len(students)} submissions of {args.assignment}, "
           f"{min(jobs, len(students))} at once", flush=True)
     results = class_grading.grade_class(course, args.assignment, students, jobs,

@@ -46,6 +46,15 @@ POLL_S = 0.2
 #: seconds a worker gets to end once it has no more submissions (its kernels, its fork
 #: server)
 WORKER_END_S = 60.0
+#: workers per CPU by default: a submission keeps a CPU busy about a third of its time
+#: (lab 7's paced loopback transfers wait; a class of 100 on 2 cores, 6 workers: 1.7 CPUs
+#: busy; BENCHMARKS.md, "Grading a class")
+JOBS_PER_CPU = 3
+#: memory one worker takes with its fork server and a kernel (MiB; 6 workers of a class
+#: of 100 took 2.4 GiB at most together)
+WORKER_MEMORY_MIB = 500
+#: where Linux says how much memory is available
+MEMINFO = Path("/proc/meminfo")
 
 GRADED, FAILED, TIMED_OUT, STOPPED = "graded", "failed", "timed out", "stopped"
 
@@ -194,6 +203,28 @@ def _last_line(log: Path) -> str:
 
 
 Progress = Callable[[SubmissionGrading, int, int, int], None]
+
+
+def available_memory_mib() -> Optional[float]:
+    """MemAvailable of /proc/meminfo in MiB, None where it cannot be read."""
+    try:
+        for line in MEMINFO.read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def default_jobs() -> int:
+    """Workers at once when none is asked for: :data:`JOBS_PER_CPU` for each CPU this
+    process may use, as many as the available memory holds (:data:`WORKER_MEMORY_MIB`
+    each), at least one."""
+    jobs = JOBS_PER_CPU * len(os.sched_getaffinity(0))
+    memory = available_memory_mib()
+    if memory is not None:
+        jobs = min(jobs, int(memory // WORKER_MEMORY_MIB))
+    return max(1, jobs)
 
 
 def grade_class(course: Path, assignment: str, students: Sequence[str], jobs: int,
