@@ -475,3 +475,17 @@ def test_loopback_servers_get_ports_below_the_ephemeral_ones_and_free(monkeypatc
     no_room.write_text(f"{simpleperf_runs.SERVER_PORT_FLOOR}\t60999\n")
     monkeypatch.setattr(simpleperf_runs, "EPHEMERAL_RANGE", no_room)
     assert simpleperf_runs.free_port() >= start  # the kernel's pick
+
+
+def test_a_students_program_runs_with_the_standard_library_only(tmp_path):
+    """As lab 7 says: ``python3 -S``, no installed package on the path (NumPy is one in
+    the kit's Python) and no ``site`` builtins; the standard library is there."""
+    from labtools.lab.own_simpleperf import program_argv
+
+    program = tmp_path / "prog.py"
+    program.write_text("import sys, socket, argparse, threading\n"
+                       "print('site' in sys.modules, 'exit' in dir(__builtins__))\n"
+                       "import numpy\n")
+    ran = simpleperf_runs.run(program_argv(program), "prog")
+    assert ran.out == "False False\n"
+    assert ran.status == 1 and "No module named 'numpy'" in ran.err
