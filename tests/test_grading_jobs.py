@@ -1,5 +1,6 @@
-"""How many submissions ``labtools autograde`` grades at once when not told: three workers
-for each CPU (a submission keeps a CPU busy about a third of its time), no more than the
+"""How many submissions ``labtools autograde`` grades at once when not told:
+:data:`labtools.teach.class_grading.JOBS_PER_CPU` workers for each CPU (a submission keeps a
+CPU busy about a third of its time: lab 7 waits on its paced transfers), no more than the
 available memory holds (:data:`labtools.teach.class_grading.WORKER_MEMORY_MIB` each)."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ def _machine(monkeypatch, tmp_path, cpus: int, available_kib: int) -> None:
     monkeypatch.setattr(class_grading, "MEMINFO", meminfo)
 
 
-def test_three_workers_for_each_cpu_when_the_memory_holds_them(monkeypatch, tmp_path):
+def test_jobs_per_cpu_workers_for_each_cpu_when_the_memory_holds_them(monkeypatch, tmp_path):
     _machine(monkeypatch, tmp_path, cpus=2, available_kib=24 * 1024 * 1024)
     assert class_grading.default_jobs() == 2 * class_grading.JOBS_PER_CPU
 

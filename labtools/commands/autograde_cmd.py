@@ -4,7 +4,7 @@
 
 For the instructor (refused in a student's lab). Runs nbgrader's autograde of ASSIGNMENT
 for every submission in the course's ``submitted/`` folder (or the ones named), as
-``nbgrader autograde ASSIGNMENT --student ID`` does, ``--jobs`` at once (default: three
+``nbgrader autograde ASSIGNMENT --student ID`` does, ``--jobs`` at once (default: four
 for each CPU, as many as the memory holds), and prints a line as each ends; see
 :mod:`labtools.teach.class_grading`.
 Exit status 0 when every submission was graded, 1 when one or more failed or timed out
@@ -35,7 +35,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--student", metavar="ID", action="append", dest="students",
                    type=options.text, help="only this student (may be given again)")
     p.add_argument("--jobs", "-j", metavar="N", type=options.count,
-                   help="submissions graded at once (default: 3 for each CPU, as many as the "
+                   help="submissions graded at once (default: 4 for each CPU, as many as the "
                         "memory holds, 500 MiB each)")
     p.add_argument("--create", action="store_true",
                    help="add students missing from the gradebook (nbgrader's --create)")

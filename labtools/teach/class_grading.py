@@ -47,11 +47,12 @@ POLL_S = 0.2
 #: server)
 WORKER_END_S = 60.0
 #: workers per CPU by default: a submission keeps a CPU busy about a third of its time
-#: (lab 7's paced loopback transfers wait; a class of 100 on 2 cores, 6 workers: 1.7 CPUs
-#: busy; BENCHMARKS.md, "Grading a class")
-JOBS_PER_CPU = 3
-#: memory one worker takes with its fork server and a kernel (MiB; 6 workers of a class
-#: of 100 took 2.4 GiB at most together)
+#: (lab 7's paced loopback transfers wait). A class of 100 on 2 cores (BENCHMARKS.md,
+#: "Grading a class"): 6 workers 696 s (1.73 CPUs busy), 8 657 s (1.82), 10 664 s (1.90,
+#: each submission costing more CPU beside the others)
+JOBS_PER_CPU = 4
+#: memory one worker takes with its fork server and a kernel (MiB; 8 workers of a class
+#: of 100 took 3.1 GiB at most together, 10 took 3.9)
 WORKER_MEMORY_MIB = 500
 #: where Linux says how much memory is available
 MEMINFO = Path("/proc/meminfo")
