@@ -15,6 +15,7 @@ import json
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Dict, List
 
@@ -175,9 +176,12 @@ def test_a_submission_that_kills_its_grader_is_its_own(released, tmp_path):
     cell = next(c for c in nb.cells if c.get("id") == "compute-answers")  # the student's
     cell.source += kill
     nbformat.write(nb, str(folder / LAB))
+    kernel_folders = set(Path(tempfile.gettempdir()).glob("labtools-kernels-*"))
     done = _labtools(["autograde", ASSIGNMENT, "--jobs", "1", "--create",
                       "--student", "killer", "--student", "student1"], course)
     assert done.returncode == 1, done.stdout + done.stderr
+    # the killed worker's kernels folder (its fork server's and kernels' sockets) is gone
+    assert set(Path(tempfile.gettempdir()).glob("labtools-kernels-*")) <= kernel_folders
     assert "labtools autograde: 1 graded, 1 not" in done.stdout, done.stdout
     assert "  killer: failed: its grading process ended with status -9" in done.stdout
     assert "] student1: graded in " in done.stdout

@@ -175,7 +175,8 @@ def test_the_server_imports_no_matplotlib_backend():
 
 def test_a_stopped_server_removes_its_socket(tmp_path):
     """Stopped by a signal (``labtools autograde`` stops a run's process group with
-    SIGTERM) or by its input closing, the server leaves nothing behind."""
+    SIGTERM) or by its input closing, the server leaves nothing behind, not even what a
+    killed kernel left beside its socket."""
     import subprocess
 
     for how in ("signal", "input"):
@@ -188,6 +189,7 @@ def test_a_stopped_server_removes_its_socket(tmp_path):
         while not path.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         assert path.exists()
+        (folder / "kernel-0123456789ab-1").touch()  # a killed kernel's socket
         if how == "signal":
             proc.terminate()
         else:

@@ -35,7 +35,7 @@ from jupyter_client.manager import AsyncKernelManager
 from traitlets import default
 
 from labtools import settings
-from labtools.teach.kernel_forks import LAUNCHER
+from labtools.teach.kernel_forks import KERNEL_SOCKET_PREFIX, LAUNCHER
 
 #: seconds the server may take to listen (its imports: 1.5 s here, about 30 s in the lab VM
 #: under software emulation) before kernels start as before
@@ -130,7 +130,7 @@ class ForkingKernelManager(AsyncKernelManager):
     def _ip_default(self) -> str:
         if self.transport != "ipc":
             return super()._ip_default()
-        return os.path.join(kernels_folder(), f"kernel-{uuid.uuid4().hex[:12]}")
+        return os.path.join(kernels_folder(), f"{KERNEL_SOCKET_PREFIX}{uuid.uuid4().hex[:12]}")
 
     def format_kernel_cmd(self, extra_arguments: Optional[List[str]] = None) -> List[str]:
         cmd = super().format_kernel_cmd(extra_arguments)

@@ -42,6 +42,9 @@ PREIMPORTED = ("numpy", "pandas", "matplotlib", "matplotlib.pyplot", "IPython",
                "labtools.judge.by_hand", "labtools.lab.load")
 #: how Jupyter starts a kernel of this Python (after the executable)
 LAUNCHER = ["-m", "ipykernel_launcher"]
+#: how the kernels' Unix sockets beside the server's are named
+#: (:class:`labtools.teach.kernel_fork_manager.ForkingKernelManager`)
+KERNEL_SOCKET_PREFIX = "kernel-"
 #: largest request (the kernel's environment) in bytes
 REQUEST_BYTES = 1 << 20
 
@@ -212,11 +215,28 @@ def serve(path: str) -> None:
         server.serve()
     finally:
         server.stop_kernels()
-        for remove in (os.unlink, os.rmdir):
-            try:
-                remove(path if remove is os.unlink else os.path.dirname(path))
-            except OSError:
-                pass  # removed already by the one who made it
+        _remove_sockets(path)
+
+
+def _remove_sockets(path: str) -> None:
+    """Remove the server's socket, the sockets its kernels left beside it (``kernel-*``:
+    a kernel killed before Jupyter removed them, or a process gone without its exit
+    handlers) and the folder once it is empty."""
+    folder = os.path.dirname(path)
+    try:
+        left = [os.path.join(folder, name) for name in os.listdir(folder)
+                if name.startswith(KERNEL_SOCKET_PREFIX)]
+    except OSError:
+        left = []
+    for name in [path, *left]:
+        try:
+            os.unlink(name)
+        except OSError:
+            pass  # removed already by the one who made it
+    try:
+        os.rmdir(folder)
+    except OSError:
+        pass  # removed already, or something else is in it
 
 
 if __name__ == "__main__":
