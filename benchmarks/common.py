@@ -62,11 +62,10 @@ def _first_line(argv: Sequence[str]) -> str:
 
 
 def meminfo_mib(field: str) -> float:
-    """A field of /proc/meminfo (``MemTotal``, ``MemAvailable``...) in MiB."""
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith(f"{field}:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+    """A field of /proc/meminfo (``MemTotal``, ``MemAvailable``...) in MiB (0 without it)."""
+    from labtools.system import procfs
+
+    return procfs.meminfo_mib(field) or 0.0
 
 
 def settled_available_mib(tolerance_mib: float = 2.0, tries: int = 10) -> float:

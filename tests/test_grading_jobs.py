@@ -5,6 +5,7 @@ available memory holds (:data:`labtools.teach.class_grading.WORKER_MEMORY_MIB` e
 
 from __future__ import annotations
 
+from labtools.system import procfs
 from labtools.teach import class_grading
 
 
@@ -13,7 +14,7 @@ def _machine(monkeypatch, tmp_path, cpus: int, available_kib: int) -> None:
     meminfo = tmp_path / "meminfo"
     meminfo.write_text(f"MemTotal:       99999999 kB\nMemFree:          1000 kB\n"
                        f"MemAvailable:   {available_kib} kB\n")
-    monkeypatch.setattr(class_grading, "MEMINFO", meminfo)
+    monkeypatch.setattr(procfs, "MEMINFO", str(meminfo))
 
 
 def test_jobs_per_cpu_workers_for_each_cpu_when_the_memory_holds_them(monkeypatch, tmp_path):
@@ -31,5 +32,5 @@ def test_no_more_workers_than_the_memory_holds_and_at_least_one(monkeypatch, tmp
 
 def test_without_meminfo_the_cpus_decide(monkeypatch, tmp_path):
     _machine(monkeypatch, tmp_path, cpus=4, available_kib=1)
-    monkeypatch.setattr(class_grading, "MEMINFO", tmp_path / "no-such-file")
+    monkeypatch.setattr(procfs, "MEMINFO", str(tmp_path / "no-such-file"))
     assert class_grading.default_jobs() == 4 * class_grading.JOBS_PER_CPU

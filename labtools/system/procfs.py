@@ -4,7 +4,8 @@ A process listed by ``os.listdir("/proc")`` can be gone before its files are rea
 CI machine or a class server, short processes start and end all the time): every read
 here answers ``None`` for a process that is gone or unreadable, never an exception. The
 kit's code and its tests read per-process files of ``/proc`` only through this module
-(``tests/test_procfs.py`` checks that no other module builds such a path).
+(``tests/test_procfs.py`` checks that no other module builds such a path). The machine's
+memory figures (``/proc/meminfo``) are read here too.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from typing import List, Optional
 
 #: where the kernel shows its processes
 PROC = "/proc"
+#: the machine's memory figures (kB)
+MEMINFO = os.path.join(PROC, "meminfo")
 #: clock ticks per second, the unit of the CPU times in ``/proc/PID/stat``
 CLOCK_TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -114,3 +117,16 @@ def cpu_seconds(pid: int, children: bool = False) -> Optional[float]:
     if children:
         ticks += int(fields[13]) + int(fields[14])
     return ticks / CLOCK_TICKS_PER_S
+
+
+def meminfo_mib(field: str) -> Optional[float]:
+    """A field of ``/proc/meminfo`` (``MemTotal``, ``MemAvailable``...) in MiB; None when
+    the file cannot be read or has no such field."""
+    try:
+        with open(MEMINFO) as f:
+            for line in f:
+                if line.startswith(f"{field}:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from labtools.errors import InputError
+from labtools.system import procfs
 from labtools.teach.notebook_files import nbgrader_env
 
 #: how long a gradebook write waits for another submission's write to end, s
@@ -54,8 +55,6 @@ JOBS_PER_CPU = 4
 #: memory one worker takes with its fork server and a kernel (MiB; 8 workers of a class
 #: of 100 took 3.1 GiB at most together, 10 took 3.9)
 WORKER_MEMORY_MIB = 500
-#: where Linux says how much memory is available
-MEMINFO = Path("/proc/meminfo")
 
 GRADED, FAILED, TIMED_OUT, STOPPED = "graded", "failed", "timed out", "stopped"
 
@@ -206,23 +205,12 @@ def _last_line(log: Path) -> str:
 Progress = Callable[[SubmissionGrading, int, int, int], None]
 
 
-def available_memory_mib() -> Optional[float]:
-    """MemAvailable of /proc/meminfo in MiB, None where it cannot be read."""
-    try:
-        for line in MEMINFO.read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) / 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
 def default_jobs() -> int:
     """Workers at once when none is asked for: :data:`JOBS_PER_CPU` for each CPU this
     process may use, as many as the available memory holds (:data:`WORKER_MEMORY_MIB`
     each), at least one."""
     jobs = JOBS_PER_CPU * len(os.sched_getaffinity(0))
-    memory = available_memory_mib()
+    memory = procfs.meminfo_mib("MemAvailable")
     if memory is not None:
         jobs = min(jobs, int(memory // WORKER_MEMORY_MIB))
     return max(1, jobs)

@@ -82,7 +82,8 @@ class _Server:
         return True
 
     def stop(self) -> None:
-        """Close its input, wait for it (its kernels' CPU is then counted as ours)."""
+        """Close its input, wait for it (its kernels' CPU is then counted as ours); the
+        folder goes after it (:func:`kernels_folder`)."""
         if self.proc.stdin is not None:
             self.proc.stdin.close()
         try:
@@ -90,10 +91,6 @@ class _Server:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        try:
-            os.remove(self.path)
-        except FileNotFoundError:
-            pass
 
 
 _server: Optional[_Server] = None
