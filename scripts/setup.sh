@@ -34,7 +34,8 @@ done
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export PATH="$PATH:/usr/sbin:/sbin"  # ip, tc, modprobe (an ordinary user's PATH lacks them)
 venv=${LABTOOLS_VENV:-$here/.venv}
-say() { printf '[setup] %s\n' "$*"; }
+# what it does, after how many seconds of setup (a first provisioning takes minutes)
+say() { printf '[setup +%ds] %s\n' "$SECONDS" "$*"; }
 
 as_root=yes
 if [ "$(id -u)" != 0 ]; then
@@ -64,6 +65,7 @@ install_missing() {
     export DEBIAN_FRONTEND=noninteractive
     if [ "$updated" = no ]; then apt-get update -qq; updated=yes; fi
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    say "packages installed"
 }
 
 . /etc/os-release
@@ -164,8 +166,10 @@ want="$(sha256sum < "$here/pyproject.toml" | cut -d' ' -f1) $extras"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     say "installing the kit and its Python dependencies ($extras) into $venv"
     "$venv/bin/python" -m pip install -q --upgrade pip
+    say "pip: up to date"
     "$venv/bin/python" -m pip install -q -e "$here[$extras]"
     echo "$want" > "$stamp"
+    say "kit installed"
 else
     say "kit: already installed in $venv"
 fi
