@@ -39,7 +39,19 @@ PREIMPORTED = ("numpy", "pandas", "matplotlib", "matplotlib.pyplot", "IPython",
                "labtools.model.queues", "labtools.judge.capacity", "labtools.lab.capacity",
                "labtools.teach.simpleperf_checks", "labtools.teach.simpleperf_runs",
                "labtools.teach.conformance", "labtools.teach.pitfall_plots",
-               "labtools.judge.by_hand", "labtools.lab.load")
+               "labtools.judge.by_hand", "labtools.lab.load",
+               # what a kernel imported anew in a profile of a whole submission: the tools'
+               # parsers (imported when a tool is first parsed: their patterns), IPython's
+               # inspector, completer and debugger, pdb, the Agg renderer under the inline
+               # backend, the kit's variants (a student's network)
+               "labtools.tools.parsers.ping", "labtools.tools.parsers.iperf2",
+               "labtools.tools.parsers.iperf2_csv", "labtools.tools.parsers.iperf3",
+               "labtools.tools.parsers.iperf3_json", "labtools.tools.parsers.ss",
+               "labtools.tools.parsers.simpleperf", "IPython.core.oinspect",
+               "IPython.core.completerlib", "IPython.core.debugger", "pdb",
+               "IPython.extensions.storemagic", "tornado.platform.asyncio",
+               "matplotlib.backends.backend_agg", "labtools.model.variants",
+               "labtools.teach.kit_errors", "labtools.lab.mn_custom")
 #: how Jupyter starts a kernel of this Python (after the executable)
 LAUNCHER = ["-m", "ipykernel_launcher"]
 #: how the kernels' Unix sockets beside the server's are named
