@@ -155,33 +155,36 @@ fi
 stage_start "real-network tests and the solution notebooks, executed on real networks"
 # Only these files are imported in the VM (importing the others costs minutes under
 # emulation). The notebooks run with LABTOOLS_QUICK=1 (shorter pings and UDP runs).
-network_files=(tests/test_network.py tests/test_network_queues.py tests/test_network_cleanup.py
-               tests/test_widgets.py)
-# the solution notebooks, in two halves of about the same time (04 02 01 05: about 480 s
-# in one lab VM; 06 03 07 00 and any notebook added later: about 440 s)
-notebook_halves=("04 or 02 or 01 or 05" "not (04 or 02 or 01 or 05)")
+judging_files=(tests/test_network.py tests/test_network_queues.py tests/test_network_cleanup.py)
+# the rest in two halves of about the same time: the measurement panel's runs and the
+# solution notebooks 04 02 01 and any added later (about 500 + 100 s in a lab VM of one
+# CPU beside the other half); 06 07 03 00 05 (about 560 s)
+other_files=(tests/test_notebooks.py tests/test_widgets.py)
+second_half="06 or 07 or 03 or 00 or 05"
+halves=("not ($second_half)" "$second_half")
 export LABTOOLS_QUICK=1
 if $py -c 'import sys; from labtools.lab.placement import runs_natively; sys.exit(0 if runs_natively() else 1)'; then
     echo "this kernel can emulate links: running them natively, one after the other"
     $py -m pytest -q --durations=0 -m network --junitxml=results/junit/5-network.xml \
-        "${network_files[@]}" tests/test_notebooks.py "$@"
+        "${judging_files[@]}" "${other_files[@]}" "$@"
 else
     echo "this kernel cannot emulate links (no netem): running them in the lab VM"
     # the tests that judge how the network behaved run alone: nothing else on the CPUs
     labtools vm --env LABTOOLS_QUICK --timeout 2400 -- "$py" -m pytest -q \
-        --durations=0 -m network --junitxml=results/junit/5-network.xml "${network_files[@]}" "$@"
-    # the notebooks report on the network but are not graded on it (only a result the
-    # network cannot produce fails them): their two halves run at once, each in a lab VM
-    # of its own (its own kernel, /tmp and Mininet) with one CPU. Measured by hand on the
-    # 2-core machine: 594 s for both halves, against about 925 s one after the other in one
-    # VM of 2 CPUs; two VMs of 2 CPUs each took 961 s (four emulated CPUs on two cores
-    # wait on each other: each guest took 42 s to boot instead of 14)
+        --durations=0 -m network --junitxml=results/junit/5-network.xml "${judging_files[@]}" "$@"
+    # the notebooks and the panel report on the network but are not graded on it (only a
+    # result the network cannot produce fails a notebook; the panel's test checks that it
+    # measured and showed it): their two halves run at once, each in a lab VM of its own
+    # (its own kernel, /tmp and Mininet) with one CPU. Measured by hand on the 2-core
+    # machine, the eight notebooks alone: 594 s in two such halves, against about 925 s one
+    # after the other in one VM of 2 CPUs; two VMs of 2 CPUs each took 961 s (four emulated
+    # CPUs on two cores wait on each other: each guest took 42 s to boot instead of 14)
     set -m  # each half its own process group, stopped whole if the run stops
     for i in 0 1; do
         ( set -o pipefail
           labtools vm --cpus 1 --env LABTOOLS_QUICK --timeout 2400 -- "$py" -m pytest -v -p no:cacheprovider \
               --durations=0 -m network --junitxml="results/junit/5-notebooks-$i.xml" \
-              tests/test_notebooks.py -k "${notebook_halves[$i]}" "$@" 2>&1 \
+              "${other_files[@]}" -k "${halves[$i]}" "$@" 2>&1 \
               | sed -u "s/^/[notebooks, half $((i + 1))] /" ) &
         half_pids+=($!)
     done
