@@ -10,8 +10,10 @@ the course folder (``--course``, default the current folder), read as grading re
 nbgrader knows them (a folder in ``submitted/`` or ``autograded/``). For each question
 (``02-Q3``): the values the student's network gives, the full answer with its numbers, and
 each yes/no conclusion of the rubric as it holds there; ``--json`` prints a list of the
-students' keys (``"yes"``: the answer of a yes/no question); ``--html DIR`` writes one page
-per student (:func:`labtools.teach.answer_key_page.key_page_name`).
+students' keys (``"yes"``: the answer of a yes/no question; ``"borderline": true`` on a
+question, and on each conclusion, where the student's network sits closer to the boundary
+than a run resolves: either answer with the arithmetic shown earns the point); ``--html
+DIR`` writes one page per student (:func:`labtools.teach.answer_key_page.key_page_name`).
 """
 
 from __future__ import annotations
@@ -101,12 +103,13 @@ def _as_text(binding: Any, keys: List[Any]) -> str:
     lines = [f"# {binding.describe()}"]
     for key in keys:
         answer = "" if key.yes is None else f" (yes/no: {'yes' if key.yes else 'no'})"
-        lines.append(f"\n{key.question_id}{answer}")
+        edge = " BORDERLINE: either answer" if key.borderline else ""
+        lines.append(f"\n{key.question_id}{answer}{edge}")
         if key.given:
             lines += [f"  {line}" for line in format_values(key.given).splitlines()]
-        lines.append(f"  {key.answer}")
-        lines += [f"  [{'yes' if c.holds else 'no'}] {c.name} ({c.condition})"
-                  for c in key.conclusions]
+        lines.append(f"  {key.full_answer}")
+        lines += [f"  [{'yes' if c.holds else 'no'}{', borderline' if c.borderline else ''}] "
+                  f"{c.name} ({c.condition})" for c in key.conclusions]
     return "\n".join(lines) + "\n"
 
 

@@ -24,6 +24,7 @@ from typing import Any, Dict, Optional, Tuple
 from labtools import settings
 from labtools.errors import InputError
 from labtools.frame_sizes import IPERF_UDP_FRAME_BYTES, IPERF_UDP_PAYLOAD_BYTES
+from labtools.judge import policy
 from labtools.judge.capacity import is_saturated
 from labtools.judge.question_givens import LAB1_RATE_MBPS, givens
 from labtools.model.expect import TCP_FRAME_BYTES, TCP_MSS_BYTES, ping_frame_bytes
@@ -46,11 +47,51 @@ LAB1_RESOLUTION_MBPS = 2
 
 @dataclass(frozen=True)
 class Conclusion:
-    """A yes/no statement of a rubric: ``holds`` for this network, by ``condition``."""
+    """A yes/no statement of a rubric: ``holds`` for this network, by ``condition``.
+
+    Attributes:
+        margin_rel: how far this network sits from the condition's boundary, a signed
+            fraction (``value / threshold - 1``); None where the conclusion follows from
+            the network's shape, not from a comparison of numbers.
+        resolution_rel: what a run of the lab resolves on that comparison, a fraction
+            (:mod:`labtools.judge.policy`, "Graded conclusions").
+    """
 
     name: str
     holds: bool
     condition: str
+    margin_rel: Optional[float] = None
+    resolution_rel: Optional[float] = None
+
+    @property
+    def borderline(self) -> bool:
+        """True when the network is closer to the boundary than a run resolves: the
+        student's measurement cannot decide the conclusion."""
+        return (self.margin_rel is not None and self.resolution_rel is not None
+                and abs(self.margin_rel) < self.resolution_rel)
+
+    def as_dict(self) -> Dict[str, Any]:
+        """JSON form; ``margin`` and ``resolution`` (fractions) where they apply."""
+        out: Dict[str, Any] = {"name": self.name, "holds": self.holds,
+                               "condition": self.condition, "borderline": self.borderline}
+        if self.margin_rel is not None:
+            out["margin"] = _rounded(self.margin_rel)
+            out["resolution"] = _rounded(self.resolution_rel)
+        return out
+
+
+def compared(name: str, condition: str, value: float, threshold: float,
+             resolution_rel: float, above: bool = False) -> Conclusion:
+    """The conclusion "``value`` is below ``threshold``" (``above``: above it), with its
+    margin (``value / threshold - 1``) and the resolution a run has on it."""
+    holds = value > threshold if above else value < threshold
+    return Conclusion(name, holds, condition, value / threshold - 1, resolution_rel)
+
+
+#: what the key says of a question with a borderline conclusion
+BORDERLINE_NOTE = ("Borderline on this network: {which} {margin:.1f} % from its boundary, "
+                   "within the {resolution:.1f} % a run of this lab resolves there; either "
+                   "answer with the student's arithmetic shown earns the point.")
 
 
 @dataclass(frozen=True)
@@ -81,15 +122,34 @@ class QuestionKey:
         if settings.current().answers_hidden:
             raise InputError(ANSWER_KEY_REFUSAL)
 
+    @property
+    def borderline(self) -> bool:
+        """True when any of the rubric's conclusions is borderline on this network."""
+        return any(c.borderline for c in self.conclusions)
+
+    @property
+    def borderline_notes(self) -> Tuple[str, ...]:
+        """:data:`BORDERLINE_NOTE` for each borderline conclusion, in words."""
+        return tuple(BORDERLINE_NOTE.format(which=f"“{c.name}” is",
+                                            margin=100 * abs(c.margin_rel or 0),
+                                            resolution=100 * (c.resolution_rel or 0))
+                     for c in self.conclusions if c.borderline)
+
+    @property
+    def full_answer(self) -> str:
+        """The answer, followed by its :attr:`borderline_notes`."""
+        return " ".join([self.answer, *self.borderline_notes])
+
     def as_dict(self) -> Dict[str, Any]:
-        """JSON form: numbers rounded to 4 decimals; ``yes`` only for a yes/no question."""
+        """JSON form: numbers rounded to 4 decimals; ``yes`` only for a yes/no question;
+        ``borderline`` where the student's run cannot decide a conclusion."""
         out: Dict[str, Any] = {
             "question": self.question_id,
             "given": {k: _rounded(v) for k, v in self.given.items()},
             "values": {k: _rounded(v) for k, v in self.values.items()},
-            "answer": self.answer,
-            "conclusions": [{"name": c.name, "holds": c.holds, "condition": c.condition}
-                            for c in self.conclusions],
+            "answer": self.full_answer,
+            "borderline": self.borderline,
+            "conclusions": [c.as_dict() for c in self.conclusions],
         }
         if self.yes is not None:
             out["yes"] = self.yes
@@ -106,6 +166,17 @@ def _mb(value: float) -> str:
 
 def _ms(value: float) -> str:
     return f"{value:.1f} ms"
+
+
+def apart(first: float, second: float, least: int = 0) -> Tuple[str, str]:
+    """``first`` and ``second`` rounded to as few decimals (``least`` to 3) as keep them
+    apart, so two numbers a conclusion compares never print equal when they are not."""
+    shown = (f"{first:.{least}f}", f"{second:.{least}f}")
+    for digits in range(least, 4):
+        shown = (f"{first:.{digits}f}", f"{second:.{digits}f}")
+        if shown[0] != shown[1]:
+            break
+    return shown
 
 
 def _bytes(value: float) -> str:
@@ -177,24 +248,40 @@ def q00_3(topo: Topology) -> QuestionKey:
 # --- lab 01 ----------------------------------------------------------------------------
 
 
+def _l2_also(l2: Link, frames_mbps: float, offered: str) -> Tuple[Conclusion, str]:
+    """Whether ``frames_mbps`` of UDP frames (what ``offered`` names) also overflow L2, on
+    the way to L3, and the sentence that says so."""
+    name = "dropped at L2 too"
+    found = compared(name, f"{offered}'s frame rate is above L2's rate", frames_mbps,
+                     _rate(l2), policy.RATE_RESOLUTION_REL, above=True)
+    frames, rate = apart(frames_mbps, _rate(l2), least=1)
+    if found.holds:
+        text = (f" L2 is a first bottleneck too: {frames} Mbit/s of frames against its "
+                f"{rate} Mbit/s, so its queue ({l2.queue_pkts} packets) drops about "
+                f"{100 * (1 - _rate(l2) / frames_mbps):.1f} % before L3 sees the rest.")
+    else:
+        text = (f" L2 ({rate} Mbit/s) carries the {frames} Mbit/s of frames without loss.")
+    return found, text
+
+
 def q01_1(topo: Topology) -> QuestionKey:
     """Where h1 -> h9's datagrams were dropped at the offered rate."""
     l3 = topo.link("L3")
     frames = LAB1_RATE_MBPS * IPERF_UDP_FRAME_BYTES / IPERF_UDP_PAYLOAD_BYTES
     lost = max(0.0, 1 - _rate(l3) / frames)
-    dropped = frames > _rate(l3)
+    at_l3 = compared("dropped at L3", "the offered frame rate (offered × 1512/1470) is above "
+                     "L3's rate", frames, _rate(l3), policy.RATE_RESOLUTION_REL, above=True)
+    at_l2, l2_text = _l2_also(topo.link("L2"), frames, "the offered")
     return QuestionKey(
         "01-Q1", givens("01-Q1", topo),
         {"offered_frames_mbps": frames, "loss_pct": 100 * lost},
         f"At the entrance of L3 (r3 → r4): {LAB1_RATE_MBPS} Mbit/s of payload is "
         f"{LAB1_RATE_MBPS} × {IPERF_UDP_FRAME_BYTES}/{IPERF_UDP_PAYLOAD_BYTES} ≈ {_mb(frames)} "
         f"of frames, L3 sends {_rate(l3):g} Mbit/s, so its queue ({l3.queue_pkts} packets) "
-        f"fills within milliseconds and drops about 1 − {_rate(l3):g}/{frames:.1f} ≈ "
-        f"{100 * lost:.0f} %. UDP has no acknowledgements and no congestion control: iperf "
-        "keeps its rate.",
-        (Conclusion("dropped at L3", dropped,
-                    "the offered frame rate (offered × 1512/1470) is above L3's rate"),),
-        dropped)
+        f"fills within milliseconds: the path loses about 1 − {_rate(l3):g}/{frames:.1f} ≈ "
+        f"{100 * lost:.0f} % of the datagrams.{l2_text} UDP has no acknowledgements and no "
+        "congestion control: iperf keeps its rate.",
+        (at_l3, at_l2), at_l3.holds)
 
 
 def q01_2(topo: Topology) -> QuestionKey:
@@ -223,22 +310,38 @@ def ramp_and_bisect(capacity_mbps: float) -> Tuple[int, float, float, int]:
     return steps, clean, rate, halvings
 
 
+def _search_words(capacity_mbps: float) -> str:
+    """How lab 1's search reaches a path of UDP capacity ``capacity_mbps``, in words."""
+    ramp, clean, knee, halvings = ramp_and_bisect(capacity_mbps)
+    return (f"doubling from 1 Mbit/s passes the capacity in {ramp} steps (the knee at "
+            f"{knee:g}, the last clean rate {clean:g}); each bisection halves the "
+            f"{knee - clean:g} Mbit/s range: {halvings} more steps to reach about "
+            f"{LAB1_RESOLUTION_MBPS} Mbit/s, {ramp + halvings} runs in all")
+
+
 def q01_3(topo: Topology) -> QuestionKey:
     """Ramp and bisection against a sweep, for the path h1 -> h4."""
     rate = min(_rate(topo.link("L1")), _rate(topo.link("L2")))
     capacity = _udp_payload(rate)
     ramp, clean, knee, halvings = ramp_and_bisect(capacity)
     sweep = math.floor(capacity) + 1
+    clean_step = compared("the ramp's last clean step is below the capacity",
+                          f"its rate ({clean:g} Mbit/s) is below the path's UDP capacity",
+                          clean, capacity, policy.RATE_RESOLUTION_REL)
+    other = ""
+    if clean_step.borderline:
+        other = (f" That step is within {100 * abs(clean_step.margin_rel or 0):.1f} % of the "
+                 f"capacity, so a real run may already lose there; then "
+                 f"{_search_words(clean * (1 - policy.RATE_RESOLUTION_REL))}.")
     return QuestionKey(
         "01-Q3", givens("01-Q3", topo),
         {"udp_capacity_h1_h4_mbps": capacity, "ramp_steps": ramp, "last_clean_mbps": clean,
          "knee_mbps": knee, "bisection_steps": halvings, "search_steps": ramp + halvings,
          "sweep_steps": sweep},
-        f"Doubling from 1 Mbit/s passes the UDP capacity ({_mb(capacity)}) in {ramp} steps "
-        f"(the knee at {knee:g}, the last clean rate {clean:g}); each bisection halves the "
-        f"{knee - clean:g} Mbit/s range: {halvings} more steps to reach about "
-        f"{LAB1_RESOLUTION_MBPS} Mbit/s, {ramp + halvings} runs in all, against about {sweep} "
-        "for a 1-Mbit/s sweep, each loading the path for seconds.")
+        f"On an ideal path of UDP capacity {_mb(capacity)}, "
+        f"{_search_words(capacity)}, against about {sweep} for a 1-Mbit/s sweep, each "
+        f"loading the path for seconds.{other}",
+        (clean_step,))
 
 
 def q01_4(topo: Topology) -> QuestionKey:
@@ -301,12 +404,16 @@ def q02_3(topo: Topology) -> QuestionKey:
     rate = _rate(l2)
     top, after, bdp, idles = l2_idles_after_cut(l2)
     ceiling = _ceiling(rate)
-    verdict = (f"After the cut about {after:.0f} packets, below L2's BDP ({rate:g} Mbit/s × "
-               f"{2 * l2.delay_ms:g} ms ≈ {bdp:.0f} packets): the queue runs dry and L2 idles "
-               "until the window grows back, so the rate falls a little below the header "
-               "ceiling." if idles else
-               f"After the cut about {after:.0f} packets, still at least L2's BDP "
-               f"({rate:g} Mbit/s × {2 * l2.delay_ms:g} ms ≈ {bdp:.0f} packets): the queue "
+    cut = compared("L2 idles after CUBIC's cut", "0.7 × (queue limit + L2's packets on the "
+                   "way back) < L2's BDP in packets", after, bdp,
+                   policy.rtt_resolution_rel(2 * l2.delay_ms))
+    shown_after, shown_bdp = apart(after, bdp)
+    verdict = (f"After the cut about {shown_after} packets, below L2's BDP ({rate:g} Mbit/s × "
+               f"{2 * l2.delay_ms:g} ms ≈ {shown_bdp} packets): the queue runs dry and L2 "
+               "idles until the window grows back, so the rate falls a little below the "
+               "header ceiling." if idles else
+               f"After the cut about {shown_after} packets, still at least L2's BDP "
+               f"({rate:g} Mbit/s × {2 * l2.delay_ms:g} ms ≈ {shown_bdp} packets): the queue "
                "shrinks but never runs dry, L2 does not idle, and the rate sits near the "
                "header ceiling.")
     return QuestionKey(
@@ -319,10 +426,7 @@ def q02_3(topo: Topology) -> QuestionKey:
         f"{l2.delay_ms:g} ms delay included) plus the packets on the way back "
         f"({top - (l2.queue_pkts or 0):.0f}): about {top:.0f}. {verdict} The drops in `tc` "
         "show that the cuts happened.",
-        (Conclusion("L2 idles after CUBIC's cut", idles,
-                    "0.7 × (queue limit + L2's packets on the way back) < L2's BDP in "
-                    "packets"),),
-        idles)
+        (cut,), idles)
 
 
 # --- lab 03 ----------------------------------------------------------------------------

@@ -5,9 +5,10 @@ network). See :mod:`labtools.judge.answer_key_questions` for the keys' form.
 
 from __future__ import annotations
 
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 from labtools.frame_sizes import IPERF_UDP_FRAME_BYTES, IPERF_UDP_PAYLOAD_BYTES
+from labtools.judge import policy
 from labtools.judge.answer_key_questions import (
     LAB1_RATE_MBPS,
     Conclusion,
@@ -19,6 +20,8 @@ from labtools.judge.answer_key_questions import (
     _ms,
     _rate,
     _words,
+    apart,
+    compared,
 )
 from labtools.judge.question_givens import givens
 from labtools.model.expect import TCP_FRAME_BYTES, TCP_MSS_BYTES, path
@@ -38,16 +41,16 @@ BINARY_MEGA = 2 ** 20 / 1e6
 def q04_1(topo: Topology) -> QuestionKey:
     """Scenario C: why h7 -> h9's share is not set by L3."""
     l2, l3 = _rate(topo.link("L2")), _rate(topo.link("L3"))
-    by_l2 = l2 / 2 < l3
-    reason = (f"Half of L2 ({l2 / 2:g} Mbit/s) is below L3's {l3:g} Mbit/s, so L2 is the "
-              "tighter constraint and L3 is not full." if by_l2 else
-              f"Here L3 ({l3:g} Mbit/s) is below half of L2 ({l2 / 2:g}), so L3 does limit "
+    found = compared("h7-h9's share is set by L2", "L2's rate / 2 < L3's rate", l2 / 2, l3,
+                     policy.RATE_RESOLUTION_REL)
+    half, third = apart(l2 / 2, l3)
+    reason = (f"Half of L2 ({half} Mbit/s) is below L3's {third} Mbit/s, so L2 is the "
+              "tighter constraint and L3 is not full." if found.holds else
+              f"Here L3 ({third} Mbit/s) is below half of L2 ({half}), so L3 does limit "
               "h7-h9 and h1-h4 gets the rest of L2.")
     return QuestionKey(
         "04-Q1", givens("04-Q1", topo),
-        {"half_of_L2_mbps": l2 / 2}, reason,
-        (Conclusion("h7-h9's share is set by L2", by_l2, "L2's rate / 2 < L3's rate"),),
-        by_l2)
+        {"half_of_L2_mbps": l2 / 2}, reason, (found,), found.holds)
 
 
 def _rated(topo: Topology, src: str, dst: str) -> Dict[Tuple[str, str], float]:
@@ -78,6 +81,14 @@ def q04_3(topo: Topology) -> QuestionKey:
                   "range shows the chance part; the median is what to report.")
 
 
+def bottleneck_margin(topo: Topology, load: str) -> Optional[float]:
+    """How much faster the load's second-slowest shaped link is than its slowest
+    (``second / slowest - 1``): near 0, a run cannot tell which queue the load fills. None
+    for a load that crosses fewer than two shaped links."""
+    rates = sorted(_rated(topo, *load.split(":")).values())
+    return rates[1] / rates[0] - 1 if len(rates) > 1 else None
+
+
 def fills_queue_crossed(topo: Topology, ping: str, load: str) -> bool:
     """True when the load fills the queue of its own bottleneck link on the side its
     data leaves, and the pinged pair crosses that queue (either way of its round trip)."""
@@ -97,7 +108,8 @@ def q04_4(topo: Topology) -> QuestionKey:
              ("h7-h9 waits under h1-h4 (C)", "h7:h9", "h1:h4"))
     found = tuple(Conclusion(name, fills_queue_crossed(topo, ping, load),
                              "the load's bottleneck queue (on the side its data leaves) is "
-                             "one the ping crosses") for name, ping, load in cases)
+                             "one the ping crosses", bottleneck_margin(topo, load),
+                             policy.RATE_RESOLUTION_REL) for name, ping, load in cases)
     return QuestionKey(
         "04-Q4", givens("04-Q4", topo), {},
         "A transfer fills the queue of its own bottleneck; only pings that cross it in the "
@@ -160,19 +172,24 @@ def q06_1(topo: Topology) -> QuestionKey:
     b = _b(topo)
     rtt = 2 * b.delay_ms
     bdp, ceiling = _bdp(_rate(b), rtt), _ceiling(_rate(b))
-    held = [w for w in LAB6_WINDOWS_BYTES if w < bdp * TCP_MSS_BYTES / TCP_FRAME_BYTES]
-    found = tuple(Conclusion(f"a window of {w} bytes holds the rate below the ceiling",
-                             w in held, "window < BDP × 1448/1514 (window / RTT below the "
-                             "goodput ceiling)") for w in LAB6_WINDOWS_BYTES)
+    threshold = bdp * TCP_MSS_BYTES / TCP_FRAME_BYTES
+    found = tuple(compared(f"a window of {w} bytes holds the rate below the ceiling",
+                           "window < BDP × 1448/1514 (window / RTT below the goodput "
+                           "ceiling)", w, threshold, policy.window_resolution_rel(rtt))
+                  for w in LAB6_WINDOWS_BYTES)
+    held = [w for w, c in zip(LAB6_WINDOWS_BYTES, found) if c.holds]
     rates = {f"window_{w}_mbps": w * 8 / (rtt * 1e3) for w in LAB6_WINDOWS_BYTES}
+    listed = ", ".join(str(w) for w in held) or "none of them"
     return QuestionKey(
         "06-Q1", givens("06-Q1", topo),
-        {"rtt_ms": rtt, "bdp_bytes": bdp, "goodput_ceiling_mbps": ceiling, **rates},
-        f"The windows below the BDP ({_bytes(bdp)}: {_rate(b):g} Mbit/s × {rtt:g} ms) held "
-        f"the rate below the {_mb(ceiling)} ceiling: {', '.join(str(w) for w in held)} "
-        "bytes, each at about window / RTT of the window the kernel granted (snd_wnd), at or "
-        "a little below it; the larger ones reach the ceiling. -w sets the socket buffers; "
-        "the kernel doubles them, keeps a share and advertises the rest (kernel-dependent).",
+        {"rtt_ms": rtt, "bdp_bytes": bdp, "window_at_ceiling_bytes": threshold,
+         "goodput_ceiling_mbps": ceiling, **rates},
+        f"A window holds the rate below the {_mb(ceiling)} ceiling while window / RTT is "
+        f"below it: below the BDP ({_bytes(bdp)}: {_rate(b):g} Mbit/s × {rtt:g} ms) times "
+        f"1448/1514, {_bytes(threshold)}. Those were {listed} bytes, each at about window / "
+        "RTT of the window the kernel granted (snd_wnd), at or a little below it; the larger "
+        "ones reach the ceiling. -w sets the socket buffers; the kernel doubles them, keeps "
+        "a share and advertises the rest (kernel-dependent).",
         found)
 
 
@@ -180,7 +197,10 @@ def q06_2(topo: Topology) -> QuestionKey:
     """Large windows against a quarter of the BDP."""
     b = _b(topo)
     bdp = _bdp(_rate(b), 2 * b.delay_ms)
-    above = LAB6_LARGE_WINDOW_BYTES > bdp
+    large = compared("the large window is above the whole BDP",
+                     f"{LAB6_LARGE_WINDOW_BYTES} bytes > B's rate × RTT",
+                     LAB6_LARGE_WINDOW_BYTES, bdp, policy.window_resolution_rel(2 * b.delay_ms),
+                     above=True)
     return QuestionKey(
         "06-Q2", givens("06-Q2", topo),
         {"bdp_bytes": bdp, "share_window_bytes": bdp / 4,
@@ -190,8 +210,7 @@ def q06_2(topo: Topology) -> QuestionKey:
         f"bytes ({LAB6_LARGE_WINDOW_BYTES / bdp:.1f} × the BDP) fill B's {b.queue_pkts}-packet "
         "queue until it overflows; drops hit flows by timing, and the one that loses backs "
         "off while the others grow. Only ranges that do not overlap support the conclusion.",
-        (Conclusion("the large window is above the whole BDP", above,
-                    f"{LAB6_LARGE_WINDOW_BYTES} bytes > B's rate × RTT"),), above)
+        (large,), large.holds)
 
 
 def q06_3(topo: Topology) -> QuestionKey:
@@ -206,25 +225,29 @@ def q06_3(topo: Topology) -> QuestionKey:
 
 
 def q06_4(topo: Topology) -> QuestionKey:
-    """The loaded latency against the bound and the model's middle."""
+    """The loaded latency against the steady-state worst and the model's middle."""
     b = _b(topo)
     drain = float(b.queue_pkts or 0) * TCP_FRAME_BYTES * 8 / (_rate(b) * 1e3)
-    bound = max(b.delay_ms, drain) + b.delay_ms
+    worst = max(b.delay_ms, drain) + b.delay_ms
     model = loaded_rtt(topo, "a1", "b1", "a2", "b2")
-    drain_longer = drain > b.delay_ms
+    drain_longer = compared("the full queue's drain outlasts B's delay",
+                            "queue limit × 1514 × 8 / rate > delay: the steady-state worst "
+                            "is drain + delay", drain, b.delay_ms,
+                            policy.rtt_resolution_rel(2 * b.delay_ms), above=True)
     return QuestionKey(
         "06-Q4", givens("06-Q4", topo),
-        {"idle_rtt_ms": 2 * b.delay_ms, "drain_ms": drain, "max_rtt_ms": bound,
+        {"idle_rtt_ms": 2 * b.delay_ms, "drain_ms": drain, "max_rtt_ms": worst,
          "delay_plus_drain_ms": drain + 2 * b.delay_ms, "model_middle_ms": model.typical_ms},
-        f"From the {_ms(2 * b.delay_ms)} propagation towards the {_ms(bound)} bound, below "
-        f"it; the median near the model's middle (about {_ms(model.typical_ms)}). The bound "
-        f"is max({b.delay_ms:g}, {drain:.1f}) + {b.delay_ms:g} ms, not delay + drain + delay "
-        f"({_ms(drain + 2 * b.delay_ms)}): netem's queue holds the packets serving their "
-        "delay. The average mixes idle and queued samples; report a tail percentile from a "
-        "dense train for the worst case, p50 for the typical.",
-        (Conclusion("the full queue's drain outlasts B's delay", drain_longer,
-                    "queue limit × 1514 × 8 / rate > delay: the bound is drain + delay"),),
-        None)
+        f"From the {_ms(2 * b.delay_ms)} propagation towards the {_ms(worst)} a saturated B "
+        f"gives in steady state; the median near the model's middle (about "
+        f"{_ms(model.typical_ms)}). That worst is max({b.delay_ms:g}, {drain:.1f}) + "
+        f"{b.delay_ms:g} ms, not delay + drain + delay ({_ms(drain + 2 * b.delay_ms)}): "
+        "netem's queue holds the packets serving their delay. It is a steady-state value, "
+        "not a bound: a burst of more packets than the queue takes within one delay can wait "
+        "longer, so a few samples above it are possible. The average mixes idle and queued "
+        "samples; report a tail percentile from a dense train for the worst case, p50 for "
+        "the typical.",
+        (drain_longer,), None)
 
 
 def q06_5(topo: Topology) -> QuestionKey:
@@ -241,12 +264,32 @@ def q06_6(topo: Topology) -> QuestionKey:
     sent = LAB1_RATE_MBPS * BINARY_MEGA
     frames = sent * IPERF_UDP_FRAME_BYTES / IPERF_UDP_PAYLOAD_BYTES
     meant = LAB1_RATE_MBPS * IPERF_UDP_FRAME_BYTES / IPERF_UDP_PAYLOAD_BYTES
+    l2 = _rate(topo.link("L2"))
+    h1_h4 = compared("-b 25M overflows L2 (h1-h4 loses datagrams)",
+                     "the binary rate's frames (25 × 2^20 × 1512/1470 bit/s) are above L2's "
+                     "rate", frames, l2, policy.RATE_RESOLUTION_REL, above=True)
     return QuestionKey(
         "06-Q6", givens("06-Q6", topo),
-        {"binary_ratio": BINARY_MEGA, "sent_payload_mbps": sent,
-         "loss_binary_pct": 100 * (1 - l3 / frames), "loss_decimal_pct": 100 * (1 - l3 / meant)},
+        {"binary_ratio": BINARY_MEGA, "sent_payload_mbps": sent, "sent_frames_mbps": frames,
+         "loss_binary_pct": 100 * (1 - l3 / frames), "loss_decimal_pct": 100 * (1 - l3 / meant),
+         "loss_h1_h4_binary_pct": 100 * max(0.0, 1 - l2 / frames),
+         "loss_h1_h4_decimal_pct": 100 * max(0.0, 1 - l2 / meant)},
         f"-b 10M is 10 × 2^20 bit/s, {100 * (BINARY_MEGA - 1):.1f} % more. -b 25M sends "
-        f"{_mb(sent)}: every offered rate, the predicted loss on h1-h9 (1 − {l3:g}/"
-        f"{frames:.1f} ≈ {100 * (1 - l3 / frames):.0f} % instead of "
+        f"{_mb(sent)} ({frames:.2f} Mbit/s of frames): every offered rate, the predicted loss "
+        f"on h1-h9 (1 − {l3:g}/{frames:.1f} ≈ {100 * (1 - l3 / frames):.0f} % instead of "
         f"{100 * (1 - l3 / meant):.0f} %) and the search's ramp and knee would be "
-        f"{100 * (BINARY_MEGA - 1):.1f} % off.")
+        f"{100 * (BINARY_MEGA - 1):.1f} % off.{_h1_h4_words(l2, frames, meant)}",
+        (h1_h4,))
+
+
+def _h1_h4_words(l2_mbps: float, binary_frames_mbps: float, decimal_frames_mbps: float) -> str:
+    """What iperf 2's binary -b 25M does to lab 1's h1-h4 (L2 its bottleneck)."""
+    frames, rate = apart(binary_frames_mbps, l2_mbps, least=1)
+    if binary_frames_mbps <= l2_mbps:
+        return f" h1-h4 stays loss-free: L2 ({rate} Mbit/s) carries its {frames} Mbit/s of frames."
+    before = ("it already lost about "
+              f"{100 * (1 - l2_mbps / decimal_frames_mbps):.1f} % at 25 × 10^6 bit/s"
+              if decimal_frames_mbps > l2_mbps else "it lost nothing at 25 × 10^6 bit/s")
+    return (f" h1-h4 overflows L2 too ({frames} Mbit/s of frames against {rate}): it would "
+            f"lose about {100 * (1 - l2_mbps / binary_frames_mbps):.1f} % ({before}), so the "
+            "conclusion about which paths lose datagrams changes with it.")

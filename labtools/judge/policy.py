@@ -42,6 +42,12 @@ The machine
     A rate below expectation says something about the network only when the load fits in
     what this machine forwards: at most ``CAPACITY_HEADROOM`` times its calibrated
     forwarding rate. Otherwise the verdict is ``inconclusive``.
+Graded conclusions
+    A yes/no conclusion of an answer key is *borderline* when the student's network sits
+    closer to the condition's boundary (relative) than a lab's run can resolve there: rates
+    within ``RATE_RESOLUTION_REL`` of each other, RTTs within :func:`rtt_tolerance_ms`,
+    windows within ``WINDOW_GRANT_SHORTFALL_REL`` (what the kernel grants less than asked)
+    plus the RTT's resolution. Either answer with the student's arithmetic earns the point.
 """
 
 from __future__ import annotations
@@ -126,6 +132,31 @@ CAPACITY_HEADROOM = 0.9
 #: (:func:`~labtools.model.expect.path_burst_ms`): on a quiet host, h1-h9 of the reference
 #: network (three shaped links) reached 58-67 % at 0.6-0.9 x its bottleneck's burst alone
 TIMERS_LATE_FRACTION = 0.5
+
+
+# --- graded conclusions ------------------------------------------------------------------
+#: two rates closer than this fraction are not told apart by one lab's runs: a UDP stream
+#: is judged overloaded only above ``UDP_OVERLOAD`` (5 %) of what the path carries, and
+#: repeated sharing runs on a quiet lab VM reached 1.05 of the fair share
+RATE_RESOLUTION_REL = UDP_OVERLOAD - 1
+#: the lab VM's kernel (Debian's 6.1) advertised 98 552 bytes for ``-w 100000``: 1.45 %
+#: less than asked (tests/fixtures/ss/vm_cubic_window_100000)
+WINDOW_GRANT_SHORTFALL_REL = 1 - 98_552 / 100_000
+
+
+def rtt_resolution_rel(rtt_ms: float) -> float:
+    """What a run resolves of an RTT of ``rtt_ms`` (a fraction of it): the tolerance a
+    minimum RTT agrees within (:func:`rtt_tolerance_ms`: at least the 2 ms this machine's
+    timers and calibration add)."""
+    if rtt_ms <= 0:
+        raise InputError(f"an RTT must be > 0 ms, got {rtt_ms:g}")
+    return rtt_tolerance_ms(rtt_ms) / rtt_ms
+
+
+def window_resolution_rel(rtt_ms: float) -> float:
+    """What a run resolves of window / RTT against a threshold (a fraction): the window
+    the kernel grants less than asked, plus the RTT's resolution."""
+    return WINDOW_GRANT_SHORTFALL_REL + rtt_resolution_rel(rtt_ms)
 
 
 def warmup_s(duration_s: float) -> float:

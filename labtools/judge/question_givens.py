@@ -78,18 +78,21 @@ def _h1_h4_bottleneck(topo: Topology) -> Dict[str, Any]:
     return {"bottleneck_h1_h4_mbps": min(_rate_mbps(topo, "L1"), _rate_mbps(topo, "L2"))}
 
 
-def _lab1_offered_l3(topo: Topology) -> Dict[str, Any]:
-    return {"offered_payload_mbps": LAB1_RATE_MBPS, **links_given(topo, "L3", queue=True)}
+def _lab1_offered_l2_l3(topo: Topology) -> Dict[str, Any]:
+    """Lab 1's offered rate, and L2 and L3 (h1 -> h9's datagrams cross both)."""
+    return {"offered_payload_mbps": LAB1_RATE_MBPS, **links_given(topo, "L2", "L3", queue=True)}
 
 
-def _l3_and_lab1_offered(topo: Topology) -> Dict[str, Any]:
-    return {"L3_bw_mbps": _rate_mbps(topo, "L3"), "offered_payload_mbps": LAB1_RATE_MBPS}
+def _l2_l3_and_lab1_offered(topo: Topology) -> Dict[str, Any]:
+    """L2 (h1-h4's bottleneck) and L3 (h1-h9's), and lab 1's offered rate."""
+    return {"L2_bw_mbps": _rate_mbps(topo, "L2"), "L3_bw_mbps": _rate_mbps(topo, "L3"),
+            "offered_payload_mbps": LAB1_RATE_MBPS}
 
 
 #: question id -> the values it gives on a topology (units in the names)
 QUESTION_GIVENS: Dict[str, Callable[[Topology], Dict[str, Any]]] = {
     "00-Q1": _nothing, "00-Q2": _nothing, "00-Q3": _links("L1", "L2"),
-    "01-Q1": _lab1_offered_l3, "01-Q2": _nothing, "01-Q3": _h1_h4_bottleneck,
+    "01-Q1": _lab1_offered_l2_l3, "01-Q2": _nothing, "01-Q3": _h1_h4_bottleneck,
     "01-Q4": _h1_h4_bottleneck,
     "02-Q1": _nothing, "02-Q2": _nothing, "02-Q3": _links("L2", queue=True),
     "03-Q1": _links("L1", "L2", "L3"), "03-Q2": _nothing, "03-Q3": _links("L2", "L3"),
@@ -97,7 +100,7 @@ QUESTION_GIVENS: Dict[str, Callable[[Topology], Dict[str, Any]]] = {
     "04-Q4": _rates("L2", "L3"),
     "05-Q1": _rates("L2"), "05-Q2": _nothing, "05-Q3": _links("L1", "L2"),
     "06-Q1": _links("B"), "06-Q2": _links("B", queue=True), "06-Q3": _rates("B"),
-    "06-Q4": _links("B", queue=True), "06-Q5": _nothing, "06-Q6": _l3_and_lab1_offered,
+    "06-Q4": _links("B", queue=True), "06-Q5": _nothing, "06-Q6": _l2_l3_and_lab1_offered,
 }
 
 

@@ -3,7 +3,9 @@
 ``labtools answer-key STUDENT --html DIR`` writes :func:`key_page_name` of each student into
 DIR: per lab, per question (``02-Q3``), the values the student's network gives, the full
 answer with its numbers, and each yes/no conclusion of the rubric as it holds for that
-network. No script, no style sheet beyond a few lines inside the page.
+network, with its margin from the boundary and what a run resolves there ("borderline:
+either answer" where the student's run cannot decide it). No script, no style sheet beyond
+a few lines inside the page.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ KEY_PAGE_PREFIX = "answer-key-"
 _STYLE = ("body{font-family:sans-serif;max-width:52em;margin:1em auto;line-height:1.4}"
           "h2{border-bottom:1px solid #999}table{border-collapse:collapse}"
           "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}"
-          ".yes{color:#060}.no{color:#a00}")
+          ".yes{color:#060}.no{color:#a00}.borderline{color:#a60;font-weight:bold}")
 
 
 def key_page_name(student: str) -> str:
@@ -36,16 +38,25 @@ def key_page_name(student: str) -> str:
 def _question(key: QuestionKey) -> List[str]:
     out = [f"<h3 id=\"{key.question_id}\">{key.question_id}"
            + ("" if key.yes is None else f" — <span class=\"{'yes' if key.yes else 'no'}\">"
-              f"{'yes' if key.yes else 'no'}</span>") + "</h3>"]
+              f"{'yes' if key.yes else 'no'}</span>")
+           + (" — <span class=\"borderline\">borderline: either answer</span>"
+              if key.borderline else "") + "</h3>"]
     if key.given:
         out.append("<pre>" + html.escape(format_values(key.given)) + "</pre>")
     out.append(f"<p>{html.escape(key.answer)}</p>")
+    out += [f"<p class=\"borderline\">{html.escape(note)}</p>" for note in key.borderline_notes]
     if key.conclusions:
-        out.append("<table><tr><th>rubric's condition</th><th>holds here</th></tr>")
+        out.append("<table><tr><th>rubric's condition</th><th>holds here</th>"
+                   "<th>margin / a run resolves</th></tr>")
         for c in key.conclusions:
             mark = "yes" if c.holds else "no"
+            margin = ("" if c.margin_rel is None else
+                      f"{100 * abs(c.margin_rel):.1f} % / {100 * (c.resolution_rel or 0):.1f} %")
+            shown = f"borderline: either answer ({margin})" if c.borderline else margin
+            edge = " class=\"borderline\"" if c.borderline else ""
             out.append(f"<tr><td>{html.escape(c.name)}: {html.escape(c.condition)}</td>"
-                       f"<td class=\"{mark}\">{mark}</td></tr>")
+                       f"<td class=\"{mark}\">{mark}</td>"
+                       f"<td{edge}>{html.escape(shown)}</td></tr>")
         out.append("</table>")
     return out
 
