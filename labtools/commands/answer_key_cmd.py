@@ -3,6 +3,11 @@
     labtools answer-key STUDENT... [--lab NN] [--json] [--html DIR] [--course DIR]
     labtools answer-key --all --html DIR
 
+With submissions in the course (``submitted/``, else ``autograded/``), each lab's key is on
+the network the student measured (their rate scale, ``LABTOOLS_RATE_SCALE``) and shows their
+own measured values of the lab beside the model's (``"measured"`` in ``--json``):
+:mod:`labtools.teach.measured_keys`.
+
 For the instructor and the TAs (refused in a student's lab, ``LABTOOLS_MODE=student``). A
 student's network is the variant the course binds them to: ``labtools-variants.csv`` in
 the course folder (``--course``, default the current folder), read as grading reads it
@@ -51,8 +56,8 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print (or write) the keys; return 0."""
-    from labtools.judge.answer_keys import keys_for
     from labtools.results import ownership
+    from labtools.teach.measured_keys import measured_keys, measured_labs
 
     options.instructors_only("answer-key")
     if bool(args.students) == bool(args.all):
@@ -69,17 +74,23 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"unknown student {student!r}: not listed in {listed} and no "
                              f"folder of theirs in {args.course}'s "
                              f"{' or '.join(f + '/' for f in STUDENT_FOLDERS)}")
+    if args.lab is not None:
+        from labtools.judge.answer_keys import lab_number
+        args.lab = lab_number(args.lab)
+    submitted = measured_labs(args.course, students, listed)
     found = []
     for student in students:
         binding = ownership.bind(student, variants)
-        found.append((binding, keys_for(binding.variant, args.lab)))
+        measured = {lab: m for lab, m in submitted.get(student, {}).items()
+                    if args.lab in (None, lab)}
+        found.append((binding, measured_keys(binding.variant, args.lab, measured), measured))
     if args.html is not None:
         _write_pages(args.html, found)
     elif args.json:
-        print(json.dumps([_as_json(b, keys) for b, keys in found], indent=2))
+        print(json.dumps([_as_json(*f) for f in found], indent=2))
     else:
-        for binding, keys in found:
-            print(_as_text(binding, keys))
+        for binding, keys, measured in found:
+            print(_as_text(binding, keys, measured))
     return 0
 
 
@@ -92,16 +103,29 @@ def _submitters(course: Path) -> Set[str]:
     return names
 
 
-def _as_json(binding: Any, keys: List[Any]) -> Dict[str, Any]:
+def _as_json(binding: Any, keys: List[Any], measured: Dict[str, Any]) -> Dict[str, Any]:
     return {"student": binding.student, "variant": binding.variant, "source": binding.source,
-            "questions": [k.as_dict() for k in keys]}
+            "questions": [k.as_dict() for k in keys],
+            "measured": [m.as_dict() for _lab, m in sorted(measured.items())]}
 
 
-def _as_text(binding: Any, keys: List[Any]) -> str:
+def _measured_lines(measured: Any) -> List[str]:
+    """What the student measured in one lab, as the key's text shows it."""
+    from labtools.teach.answer_key_page import measured_rows
+
+    scale = "" if measured.rate_scale == 1 else f", every rate × {measured.rate_scale:g}"
+    lines = [f"\nLab {measured.lab}: what the student measured ({measured.case}{scale})"]
+    return lines + [f"  {row}" for row in measured_rows(measured)]
+
+
+def _as_text(binding: Any, keys: List[Any], measured: Dict[str, Any]) -> str:
     from labtools.teach.question_values import format_values
 
     lines = [f"# {binding.describe()}"]
     for key in keys:
+        lab = key.question_id[:2]
+        if lab in measured and key.question_id.endswith("-Q1"):
+            lines += _measured_lines(measured[lab])
         answer = "" if key.yes is None else f" (yes/no: {'yes' if key.yes else 'no'})"
         edge = " BORDERLINE: either answer" if key.borderline else ""
         lines.append(f"\n{key.question_id}{answer}{edge}")
@@ -116,6 +140,6 @@ def _as_text(binding: Any, keys: List[Any]) -> str:
 def _write_pages(folder: Path, found: List[Any]) -> None:
     from labtools.teach.answer_key_page import write_page
 
-    for binding, keys in found:
-        write_page(folder, binding.student, binding.describe(), keys)
+    for binding, keys, measured in found:
+        write_page(folder, binding.student, binding.describe(), keys, measured)
     print(f"{len(found)} answer key page(s) written into {folder}")

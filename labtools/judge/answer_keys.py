@@ -37,7 +37,8 @@ from labtools.judge.question_givens import (
 from labtools.model.topology import Topology
 
 __all__ = ["ANSWER_KEYS", "ANSWER_KEY_REFUSAL", "Conclusion", "QuestionKey", "LAB_TOPOLOGIES",
-           "OTHER_TOPOLOGY", "keys_for", "question_topology", "kit_topology", "labs"]
+           "OTHER_TOPOLOGY", "keys_for", "lab_number", "question_topology", "kit_topology",
+           "labs"]
 
 #: question id -> its answer for a topology
 ANSWER_KEYS: Dict[str, Callable[[Topology], QuestionKey]] = {
@@ -64,7 +65,7 @@ def keys_for(variant: str, lab: Optional[str] = None,
     """
     if settings.current().answers_hidden:
         raise InputError(ANSWER_KEY_REFUSAL)
-    wanted = None if lab is None else _lab_id(lab)
+    wanted = None if lab is None else lab_number(lab)
     keys = []
     for question_id, answer in ANSWER_KEYS.items():
         if wanted is not None and not question_id.startswith(wanted + "-"):
@@ -75,7 +76,12 @@ def keys_for(variant: str, lab: Optional[str] = None,
     return keys
 
 
-def _lab_id(lab: str) -> str:
+def lab_number(lab: str) -> str:
+    """``lab`` (``2``, ``02``) as the two digits of a lab with written questions.
+
+    Raises:
+        InputError: no such lab.
+    """
     text = str(lab).strip()
     if text.isdigit() and f"{int(text):02d}" in LAB_TOPOLOGIES:
         return f"{int(text):02d}"

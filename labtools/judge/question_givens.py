@@ -25,7 +25,7 @@ from labtools.errors import InputError, TopologyError
 from labtools.model.catalog import split_spec, topologies_dir
 from labtools.model.topology import Topology
 
-__all__ = ["QUESTION_GIVENS", "LAB_TOPOLOGIES", "OTHER_TOPOLOGY", "LAB1_RATE_MBPS",
+__all__ = ["QUESTION_GIVENS", "LAB_TOPOLOGIES", "LAB_CASES", "OTHER_TOPOLOGY", "LAB1_RATE_MBPS",
            "givens", "question_topology", "kit_topology", "labs"]
 
 #: lab 1's offered UDP payload rate (the notebook's ``RATE_MBPS``), Mbit/s
@@ -36,6 +36,11 @@ LAB_TOPOLOGIES: Dict[str, str] = {
     "00": "portfolio", "01": "portfolio", "02": "portfolio", "03": "portfolio",
     "04": "portfolio", "05": "portfolio",
     "06": "dumbbell,pairs=4,bw_mbps=20,delay_ms=20,queue_pkts=100",
+}
+#: the case each lab's notebook records its measurements under (its ``open_lab(CASE)``)
+LAB_CASES: Dict[str, str] = {
+    "00": "intro", "01": "udp", "02": "link", "03": "path", "04": "mux", "05": "parallel",
+    "06": "pitfalls",
 }
 #: questions asked about another lab's network than their own
 OTHER_TOPOLOGY: Dict[str, str] = {"06-Q6": "portfolio"}

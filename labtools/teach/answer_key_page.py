@@ -13,10 +13,11 @@ from __future__ import annotations
 import html
 import re
 from pathlib import Path
-from typing import Iterable, List
+from typing import Dict, Iterable, List, Optional
 
 from labtools.errors import InputError
 from labtools.judge.answer_keys import QuestionKey
+from labtools.teach.measured_keys import MeasuredLab
 from labtools.teach.question_values import format_values
 
 #: how every key page's file name starts
@@ -61,26 +62,54 @@ def _question(key: QuestionKey) -> List[str]:
     return out
 
 
-def render_page(student: str, described: str, keys: Iterable[QuestionKey]) -> str:
-    """The page: a title, whose network it is (``described``), then each lab's keys."""
+def measured_rows(measured: MeasuredLab) -> List[str]:
+    """Each value the student measured in a lab, one line: ``h1-h4 ping: min RTT 61.4 ms
+    (expected 60, ok)``."""
+    rows = []
+    for v in measured.values:
+        expected = "" if v["expected"] is None else f"expected {_number(v['expected'])}, "
+        rows.append(f"{v['quantity']}: {_number(v['measured'])} {v['unit'] or ''}".rstrip()
+                    + f" ({expected}{v['verdict']})")
+    return rows or ["no measurement in the submission"]
+
+
+def _number(value: object) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _measured(measured: MeasuredLab) -> List[str]:
+    scale = ("" if measured.rate_scale == 1 else
+             f"; every rate of the network × {measured.rate_scale:g}, and the key with it")
+    return ([f"<h3>What the student measured ({html.escape(measured.case)}"
+             f"{html.escape(scale)})</h3>", "<ul>"]
+            + [f"<li>{html.escape(row)}</li>" for row in measured_rows(measured)] + ["</ul>"])
+
+
+def render_page(student: str, described: str, keys: Iterable[QuestionKey],
+                measured: Optional[Dict[str, MeasuredLab]] = None) -> str:
+    """The page: a title, whose network it is (``described``), then each lab's keys (with
+    what the student measured in it: ``measured``, lab -> their submission's values)."""
     body = [f"<h1>Answer key: {html.escape(student)}</h1>", f"<p>{html.escape(described)}</p>"]
     lab = None
     for key in keys:
         if key.question_id[:2] != lab:
             lab = key.question_id[:2]
             body.append(f"<h2>Lab {lab}</h2>")
+            if measured and lab in measured:
+                body.extend(_measured(measured[lab]))
         body.extend(_question(key))
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>Answer key: {html.escape(student)}</title><style>{_STYLE}</style>"
             "</head><body>\n" + "\n".join(body) + "\n</body></html>\n")
 
 
-def write_page(folder: Path, student: str, described: str, keys: Iterable[QuestionKey]) -> Path:
+def write_page(folder: Path, student: str, described: str, keys: Iterable[QuestionKey],
+               measured: Optional[Dict[str, MeasuredLab]] = None) -> Path:
     """Write ``student``'s page into ``folder`` (made if needed); its path."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
         target = folder / key_page_name(student)
-        target.write_text(render_page(student, described, keys), encoding="utf-8")
+        target.write_text(render_page(student, described, keys, measured), encoding="utf-8")
     except OSError as err:
         raise InputError(f"cannot write into {folder}: {err.strerror or err}") from None
     return target

@@ -171,10 +171,12 @@ def _results_file(place: Path, inside: Path) -> Tuple[Optional[Path], str]:
     return results, ""
 
 
-def collect(folder: Path, variants_file: Optional[Path] = None) -> ClassData:
-    """Read every submission in ``folder`` (see the module docstring). The course's
-    variant list is ``variants_file``, else ``labtools-variants.csv`` beside ``folder``
-    (in the course folder), else every student's variant is their id."""
+def collect(folder: Path, variants_file: Optional[Path] = None,
+            students: Optional[Set[str]] = None) -> ClassData:
+    """Read every submission in ``folder`` (see the module docstring), or only those of
+    ``students``. The course's variant list is ``variants_file``, else
+    ``labtools-variants.csv`` beside ``folder`` (in the course folder), else every
+    student's variant is their id."""
     folder = Path(folder)
     if variants_file is None and (folder.parent / ownership.VARIANTS_FILE).is_file():
         variants_file = folder.parent / ownership.VARIANTS_FILE
@@ -184,6 +186,8 @@ def collect(folder: Path, variants_file: Optional[Path] = None) -> ClassData:
     calibrations: List[Dict[str, Any]] = []
     inside = folder.resolve()
     for student, assignment, place, skipped in find_submissions(folder):
+        if students is not None and student not in students:
+            continue
         sub = Submission(student, assignment, place, ownership.bind(student, variants))
         submissions.append(sub)
         results, sub.note = (None, skipped) if skipped else _results_file(place, inside)
