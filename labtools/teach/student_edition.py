@@ -115,6 +115,8 @@ REPLACED: Tuple[Omission, ...] = (
     Omission("labtools/judge/answer_key_sharing.py",
              "the answers of labs 04-06's written questions"),
     Omission("labtools/teach/answer_key_page.py", "the answer keys' pages"),
+    Omission("labtools/teach/measured_keys.py",
+             "the answer keys on the network a student measured"),
 )
 #: reference code kept on purpose, and why
 KEPT: Tuple[Omission, ...] = (
