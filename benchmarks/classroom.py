@@ -245,7 +245,7 @@ def _hub_session(url: str, cafile: str, user: str, password: str) -> Any:
     xsrf = re.search(r'name="_xsrf" value="([^"]+)"', page).group(1)  # type: ignore[union-attr]
     form = urllib.parse.urlencode({"username": user, "password": password, "_xsrf": xsrf})
     opener.open(f"{url}/hub/login", data=form.encode(), timeout=60)
-    cookie_xsrf = next(c.value for c in jar if c.name.endswith("_xsrf"))
+    cookie_xsrf = next(c.value or "" for c in jar if c.name.endswith("_xsrf"))
     request = urllib.request.Request(
         f"{url}/hub/api/users/{user}/tokens", data=json.dumps({"note": "bench"}).encode(),
         method="POST", headers={"X-XSRFToken": cookie_xsrf, "Content-Type": "application/json"})

@@ -74,8 +74,8 @@ def run(sizes: List[int], repeat: int, limit_s: float, mininet_max: int,
                 runs.append(kit_once(spec))
                 if runs[-1]["start_s"] > limit_s:
                     break
-            row = {key: spread([r[key] for r in runs])
-                   for key in ("start_s", "stop_s", "memory_mib", "ping_ms")}
+            row: Dict[str, Any] = {key: spread([r[key] for r in runs])
+                                   for key in ("start_s", "stop_s", "memory_mib", "ping_ms")}
             row["runs"] = runs
             if n <= mininet_max:
                 say(f"scale: {spec} with plain Mininet")

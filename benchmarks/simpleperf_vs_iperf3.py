@@ -35,7 +35,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from labtools.lab import processes
 from labtools.system import procfs
@@ -151,7 +151,8 @@ def _wait_sampling(client: int, server: int) -> tuple:
     and connection set-up done) and ends at the last /proc sample before it exited.
     """
     started = time.monotonic()
-    first = last = None
+    first: Optional[Tuple[float, float]] = None
+    last: Optional[Tuple[float, float]] = None
     while True:
         pid, status, usage = os.wait4(client, os.WNOHANG)
         if pid:
@@ -159,7 +160,8 @@ def _wait_sampling(client: int, server: int) -> tuple:
         now = time.monotonic()
         if now - started >= WARMUP_S:
             try:
-                sample = (now, cpu_seconds(client) + cpu_seconds(server))
+                sample: Optional[Tuple[float, float]] = (
+                    now, cpu_seconds(client) + cpu_seconds(server))
             except ProcessLookupError:
                 sample = last
             first = first or sample
@@ -220,10 +222,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     for _ in range(args.repeat):
         for tool in tools:
             runs[tool].append(run_once(tool, args.time))
+    med = {t: median_of(runs[t]) for t in tools}
     report: Dict[str, object] = {"machine": machine(), "time_s": args.time,
-                                 "repeat": args.repeat, "loopback": runs,
-                                 "median": {t: median_of(runs[t]) for t in tools}}
-    med = report["median"]
+                                 "repeat": args.repeat, "loopback": runs, "median": med}
     report["rate_ratio"] = med["simpleperf"]["rate_mbps"] / med["iperf3"]["rate_mbps"]
     report["core_fraction_at_40mbps_estimate"] = {
         t: med[t]["cpu_s_per_gb"] * PACED_RATE_MBPS * 1e6 / 8 / 1e9 for t in tools}

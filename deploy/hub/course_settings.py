@@ -162,7 +162,8 @@ def _get(table: Dict[str, Any], where: str, key: str, kind: type, default: Any =
         value = float(value)
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise SettingsError(f"{where}.{key} must be a {kind.__name__}, not {value!r:.60}")
-    if kind is str and (len(value) > 4096 or any(ord(c) < 32 or ord(c) == 127 for c in value)):
+    if isinstance(value, str) and (len(value) > 4096
+                                   or any(ord(c) < 32 or ord(c) == 127 for c in value)):
         raise SettingsError(f"{where}.{key} must be one line of printable characters")
     return value
 

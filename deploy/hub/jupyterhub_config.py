@@ -22,7 +22,7 @@ sys.path.insert(0, str(HERE))
 
 from course_settings import TESTING_VARIABLE, SettingsError, load, resource_prefix  # noqa: E402
 
-c = get_config()  # noqa: F821 - JupyterHub's config loader provides it
+c = get_config()  # type: ignore[name-defined]  # noqa: F821 - JupyterHub's config loader provides it
 
 try:
     course = load(Path(os.environ["LABHUB_SETTINGS"]))

@@ -5,7 +5,7 @@ The instructor's course folder is ~/course (source/, release/, submitted/, autog
 """
 import os
 
-c = get_config()  # noqa: F821 - nbgrader's config loader provides it
+c = get_config()  # type: ignore[name-defined]  # noqa: F821 - nbgrader's config loader provides it
 # seconds per cell while autograding (nbgrader's 30 is short for lab 7's hidden cross-tests
 # on a busy server); the same as labtools.teach.notebook_files.GRADING_CELL_TIMEOUT_S
 c.Execute.timeout = 300
