@@ -173,7 +173,8 @@ def test_expect_json_names_the_bounds():
 
 
 def test_expect_text_shows_the_bounds(tmp_path):
-    """The worst RTT, links without a bound and the loss limit, in the text as in the JSON."""
+    """The worst RTT, links without one and the loss-limited estimate, in the text as in the
+    JSON."""
     text = run_cli(["expect", "portfolio", "h1", "h4"]).stdout
     assert "worst RTT (full queues) 90.661 ms" in text
     assert "121.322 ms with both directions' queues full" in text
@@ -185,9 +186,27 @@ def test_expect_text_shows_the_bounds(tmp_path):
         {"a": "r", "b": "b", "bw_mbps": 50, "delay_ms": 5}]}))
     data = json.loads(run_cli(["expect", str(spec), "a", "b", "--json"]).stdout)
     text = run_cli(["expect", str(spec), "a", "b"]).stdout
-    assert "worst RTT" not in text and "no RTT bound" in text and "r-b" in text
-    assert f"TCP limit from loss     {data['mathis_limit_mbps']:g} Mbit/s (Mathis" in text
-    assert f"TCP can reach           {data['tcp_limit_mbps']:g} Mbit/s" in text
+    assert "worst RTT (full queues)" not in text and "no worst RTT" in text and "r-b" in text
+    assert f"loss-limited estimate   {data['mathis_limit_mbps']:g} Mbit/s (Mathis" in text
+    assert f"TCP rate expected       {data['tcp_limit_mbps']:g} Mbit/s" in text
+
+
+def test_expect_calls_the_worst_rtt_steady_state_and_the_loss_rate_an_estimate(tmp_path):
+    """One wording of the physics: the worst RTT of full queues is the steady state's (a
+    burst can exceed it), the loss-limited rate an estimate CUBIC may exceed, never a limit
+    TCP "can reach"."""
+    spec = tmp_path / "lossy.json"
+    spec.write_text(json.dumps({"name": "lossy", "nodes": [
+        {"name": "a"}, {"name": "b"}, {"name": "r", "kind": "router"}], "links": [
+        {"a": "a", "b": "r", "bw_mbps": 10, "delay_ms": 25, "loss_pct": 1, "queue_pkts": 50},
+        {"a": "r", "b": "b", "bw_mbps": 50, "delay_ms": 5, "queue_pkts": 50}]}))
+    text = run_cli(["expect", str(spec), "a", "b"]).stdout
+    rows = {line[:24].strip(): line[24:] for line in text.splitlines()}
+    assert "in the steady state" in rows["worst RTT (full queues)"]
+    assert "a burst" in rows["worst RTT (full queues)"]
+    assert "CUBIC may exceed it" in rows["loss-limited estimate"]
+    for wrong in ("limit from loss", "can reach", "loss limit", "bound"):
+        assert wrong not in text.lower(), wrong
 
 
 def test_expect_shows_the_rtt_under_a_tcp_flow():

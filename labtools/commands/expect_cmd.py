@@ -5,9 +5,11 @@
     labtools expect TOPOLOGY [--json]     # every pair and scenario of the five test cases
 
 Pair keys (JSON): path, links, dst_ip, rtt_ms, bottleneck_mbps, bottleneck_link,
-tcp_goodput_ceiling_mbps, udp_goodput_ceiling_mbps, bdp_bytes, queue_delay_ms, max_rtt_ms,
-max_rtt_both_loaded_ms, unbounded_links, loss_pct, mathis_limit_mbps, tcp_limit_mbps,
-rate_scale, load, loaded_rtt_low_ms, loaded_rtt_ms, loaded_rtt_high_ms, loaded_queue_link,
+tcp_goodput_ceiling_mbps, udp_goodput_ceiling_mbps, bdp_bytes, queue_delay_ms, max_rtt_ms
+and max_rtt_both_loaded_ms (worst RTTs of the steady state, which a burst can exceed),
+unbounded_links, loss_pct, mathis_limit_mbps (the loss-limited estimate, which CUBIC may
+exceed), queue_cap_mbps, tcp_limit_mbps (the TCP rate expected), rate_scale, load,
+loaded_rtt_low_ms, loaded_rtt_ms, loaded_rtt_high_ms, loaded_queue_link,
 loaded_queue_frames_low (the RTT under one TCP flow: by default the pair's own, with
 --load another's), and rtt_with_tx_ms with --frame-bytes. Flow keys: flows = [{src, dst,
 connections, share_mbps, per_connection_mbps, limited_by}]. Overview keys: topology,
@@ -183,19 +185,21 @@ def _text(result: Dict[str, Any]) -> str:
     ]
     if "rtt_with_tx_ms" in result:
         rows.insert(4, ("RTT with transmission", f"{result['rtt_with_tx_ms']:g} ms"))
-    rows += _bound_rows(result)
+    rows += _queue_and_loss_rows(result)
     return "\n".join(f"{k:<24}{v}" for k, v in rows)
 
 
-def _bound_rows(result: Dict[str, Any]) -> List[Tuple[str, str]]:
-    """What the network itself can and cannot produce: the worst RTT and the loss limit."""
+def _queue_and_loss_rows(result: Dict[str, Any]) -> List[Tuple[str, str]]:
+    """What the queues and the loss do: the worst RTT of the steady state and the
+    loss-limited estimate (Mathis et al.)."""
     rows: List[Tuple[str, str]] = []
     if result["max_rtt_ms"] is not None:
         both = result["max_rtt_both_loaded_ms"]
         rows.append(("worst RTT (full queues)",
-                     f"{result['max_rtt_ms']:g} ms: {result['queue_delay_ms']:g} ms more than "
-                     "the propagation, every queue on the way full (a link holds a packet "
-                     "max(delay, queue drain time))"
+                     f"{result['max_rtt_ms']:g} ms in the steady state: "
+                     f"{result['queue_delay_ms']:g} ms more than the propagation, every queue "
+                     "on the way full (a saturated link holds a packet max(delay, queue drain "
+                     "time); a burst onto an idle link within one delay can take longer)"
                      + (f"; {both:g} ms with both directions' queues full" if both else "")))
     if result.get("loaded_queue_link"):
         rows.append(("RTT under a TCP flow",
@@ -208,13 +212,15 @@ def _bound_rows(result: Dict[str, Any]) -> List[Tuple[str, str]]:
                      f"{result['loaded_rtt_ms']:g} ms: the flow {result['load']} fills no "
                      "queue this pair's packets cross"))
     if result["unbounded_links"]:
-        rows.append(("no RTT bound", ", ".join(result["unbounded_links"])
+        rows.append(("no worst RTT", ", ".join(result["unbounded_links"])
                      + ": rate-limited without a queue limit (waiting is unbounded)"))
     if result["loss_pct"]:
         rows += [("loss on the path", f"{result['loss_pct']:g} %"),
-                 ("TCP limit from loss", _fmt(result["mathis_limit_mbps"], "Mbit/s")
-                  + " (Mathis et al.: MSS / RTT x sqrt(3/2) / sqrt(p); periodic loss, "
-                    "an ACK per segment, no time-outs)"),
-                 ("TCP can reach", _fmt(result["tcp_limit_mbps"], "Mbit/s")
-                  + " (the lower of the ceiling and the loss limit)")]
+                 ("loss-limited estimate", _fmt(result["mathis_limit_mbps"], "Mbit/s")
+                  + " (Mathis et al.: MSS / RTT x sqrt(3/2) / sqrt(p); Reno with periodic "
+                    "loss, an ACK per segment, no time-outs; CUBIC may exceed it)"),
+                 ("TCP rate expected", _fmt(result["tcp_limit_mbps"], "Mbit/s")
+                  + " (the lowest of the goodput ceiling, a queue limit's cap and the "
+                    "loss-limited estimate; a rate above the estimate is fine up to what "
+                    "the path carries)")]
     return rows

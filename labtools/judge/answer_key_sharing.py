@@ -243,8 +243,10 @@ def q06_4(topo: Topology) -> QuestionKey:
         f"{_ms(model.typical_ms)}). That worst is max({b.delay_ms:g}, {drain:.1f}) + "
         f"{b.delay_ms:g} ms, not delay + drain + delay ({_ms(drain + 2 * b.delay_ms)}): "
         "netem's queue holds the packets serving their delay. It is a steady-state value, "
-        "not a bound: a burst of more packets than the queue takes within one delay can wait "
-        "longer, so a few samples above it are possible. The average mixes idle and queued "
+        "not a bound: a burst of packets that reach an idle B within one delay (at most the "
+        "queue limit) serves the delay together and then drains, so the last one's RTT can "
+        f"reach delay + drain + delay ({_ms(drain + 2 * b.delay_ms)}) after all; the pings "
+        "under load start after the load's slow start. The average mixes idle and queued "
         "samples; report a tail percentile from a dense train for the worst case, p50 for "
         "the typical.",
         (drain_longer,), None)
@@ -255,7 +257,8 @@ def q06_5(topo: Topology) -> QuestionKey:
     return _words("06-Q5", topo,
                   "The CPU of the one emulating machine, taken by the busy loops. "
                   "On a shaped path: a minimum RTT above propagation + calibration, rates "
-                  "below the ceiling alone on a path, samples above the worst RTT.")
+                  "below the ceiling alone on a path, samples under a steady load above the "
+                  "steady state's worst RTT.")
 
 
 def q06_6(topo: Topology) -> QuestionKey:

@@ -18,14 +18,19 @@ Physics used (see docs/reference.md, "The physics behind the expected values"):
   max(delay, Q x 1514 x 8 / R) on the link, not the delay plus that (measured with
   ``tc -s qdisc``: :mod:`labtools.model.queues`). The kit's networks send one frame per
   packet (no segmentation offload), so Q packets are Q frames.
-- The worst RTT the links can produce: every link the data crosses with its queue full,
-  the replies' links with their delay. A sample above it did not come from the links. A
-  rate-limited link without a queue limit has no such bound.
+- The worst RTT of a saturated path (the steady state): every link the data crosses with
+  its queue full, the replies' links with their delay. It is a steady-state value, not a
+  bound: packets that reach an idle link within one delay (a burst: a transfer's first
+  windows) serve the delay together and then drain, so the last of them can exceed it by
+  up to min(delay, drain time) of each full queue. A rate-limited link without a queue
+  limit has no worst RTT (its waiting is unbounded).
 - A queue limit below the link's own bandwidth-delay product caps its rate: at most Q
   frames per delay leave it (``queue_cap_mbps``).
-- Loss caps TCP (Mathis et al., 1997): rate <= MSS / RTT x C / sqrt(p), with
-  C = sqrt(3/2) ~ 1.22 for periodic loss and one ACK per segment, p the probability that a
-  data segment is lost on the way.
+- Loss slows TCP: Mathis et al. (1997) estimate Reno's rate as MSS / RTT x C / sqrt(p),
+  with C = sqrt(3/2) ~ 1.22 for periodic loss and one ACK per segment, p the probability
+  that a data segment is lost on the way. It is an estimate, not a limit: CUBIC (Linux's
+  default) grows its window faster and may exceed it (``mathis_limit_mbps`` keeps its
+  name in the JSON).
 """
 
 from __future__ import annotations
@@ -203,17 +208,18 @@ def window_per_flow_bytes(rate_mbps: float, rtt_ms_value: float, flows: int) -> 
 
 def queue_drain_ms(link: Link) -> Optional[float]:
     """Time (ms) to send a full queue of ``link`` at its rate (full 1514-byte frames); None
-    when the link has no rate (it queues nothing) or no queue limit (no bound)."""
+    when the link has no rate (it queues nothing) or no queue limit (its queue has no end)."""
     if link.bw_mbps is None or link.queue_pkts is None:
         return None
     return link.queue_pkts * TCP_FRAME_BYTES * 8 / (link.bw_mbps * 1e6) * 1e3
 
 
 def link_full_ms(link: Link) -> Optional[float]:
-    """One-way time (ms) on ``link`` of a packet that finds its queue full: netem's limit
-    holds the packets serving their delay too, so max(delay, full queue drained at the
-    rate); the delay alone on a link without a rate; None for a rated link without a
-    queue limit (no bound)."""
+    """One-way time (ms) on ``link`` of a packet that finds its queue full in the steady
+    state (the link saturated): netem's limit holds the packets serving their delay too,
+    so max(delay, full queue drained at the rate); the delay alone on a link without a
+    rate; None for a rated link without a queue limit (its waiting is unbounded). A burst
+    onto the idle link can take up to delay + drain (the module docstring)."""
     if link.bw_mbps is None:
         return link.delay_ms
     drain = queue_drain_ms(link)
@@ -236,8 +242,9 @@ def unbounded_links(links: Tuple[Link, ...]) -> Tuple[str, ...]:
 
 
 def queue_delay_ms(links: Tuple[Link, ...]) -> Optional[float]:
-    """The most waiting (ms) beyond their delays a packet meets crossing ``links``: every
-    queue full (:func:`link_full_ms`); None when one of them has no queue limit."""
+    """The waiting (ms) beyond their delays a packet meets crossing ``links`` with every
+    queue full, in the steady state (:func:`link_full_ms`; a burst can wait longer); None
+    when one of them has no queue limit."""
     if unbounded_links(links):
         return None
     return sum((link_full_ms(link) or 0.0) - link.delay_ms for link in links)
@@ -253,8 +260,9 @@ def path_loss(links: Tuple[Link, ...]) -> float:
 
 def mathis_limit_mbps(rtt_ms_value: float, loss: float,
                       mss_bytes: int = TCP_MSS_BYTES) -> Optional[float]:
-    """The TCP rate loss ``loss`` (0..1) allows over ``rtt_ms_value``: MSS / RTT x C /
-    sqrt(p) (Mathis et al.); None without loss or without delay (no limit)."""
+    """The loss-limited TCP rate (Mbit/s) with ``loss`` (0..1) over ``rtt_ms_value``:
+    MSS / RTT x C / sqrt(p) (Mathis et al.), an estimate for Reno that CUBIC may exceed,
+    not a limit; None without loss or without delay (no estimate)."""
     if loss <= 0 or rtt_ms_value <= 0:
         return None
     return mss_bytes * 8 / (rtt_ms_value / 1e3) * MATHIS_C / loss ** 0.5 / 1e6
@@ -263,7 +271,11 @@ def mathis_limit_mbps(rtt_ms_value: float, loss: float,
 @dataclass(frozen=True)
 class PairExpectation:
     """Everything expected between two nodes (units in the names; None where the path is
-    not rate-limited). :meth:`as_dict` is the command line's JSON."""
+    not rate-limited). :meth:`as_dict` is the command line's JSON.
+
+    ``max_rtt_ms`` (and ``max_rtt_both_loaded_ms``) is the worst RTT of the steady state,
+    every queue full, which a burst can exceed; ``mathis_limit_mbps`` the loss-limited
+    estimate (Mathis et al.), which CUBIC may exceed."""
 
     src: str
     dst: str
@@ -287,8 +299,11 @@ class PairExpectation:
 
     @property
     def tcp_limit_mbps(self) -> Optional[float]:
-        """What TCP can reach: the lowest of the goodput ceiling, the loss limit and the
-        goodput a queue limit on the way allows."""
+        """The TCP rate expected (Mbit/s): the lowest of the goodput ceiling, the
+        loss-limited estimate and the goodput a queue limit on the way allows. Where the
+        estimate is the lowest, it is an estimate CUBIC may exceed, not a limit (the
+        verdicts judge such a rate against what the path carries:
+        :func:`labtools.judge.measurement.tcp_rate_verdict`)."""
         capped = (None if self.queue_cap_mbps is None
                   else self.queue_cap_mbps * TCP_PAYLOAD_SHARE)
         limits = [v for v in (self.tcp_goodput_ceiling_mbps, self.mathis_limit_mbps, capped)

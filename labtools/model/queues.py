@@ -70,7 +70,8 @@ class LoadedRtt:
         idle_ms: the propagation RTT.
         low_ms: right after the load's window was cut (its queue at its lowest), ms.
         typical_ms: the midpoint of ``low_ms`` and ``high_ms``: what a median comes near.
-        high_ms: the load's bottleneck queue full, ms.
+        high_ms: the load's bottleneck queue full, ms: the worst RTT of the steady state
+            (a burst onto the idle link can exceed it; the module docstring).
         queue_link: the link whose queue the load fills, when the ping crosses it in the
             load's direction; None when the ping crosses no queue of the load's.
         queue_frames_low: frames in that queue right after a cut (0 without one).

@@ -27,8 +27,9 @@ def plot_latency_percentiles(series: Dict[str, "pd.DataFrame"], expected_ms: Opt
     logarithmic "1 / (1 - p)" axis, so the tail (99 %, 99.9 %) gets as much room as the
     median. ``series``: label -> ping table (``rtt_ms``); ``expected_ms`` (propagation),
     ``typical_ms`` (the queue model's median under one TCP flow,
-    :mod:`labtools.model.queues`) and ``max_ms`` (every full queue on the way) as
-    horizontal lines. A series reaches only as far along the axis as its replies do: the
+    :mod:`labtools.model.queues`) and ``max_ms`` (the worst RTT of the steady state, every
+    queue on the way full, which a burst onto an idle link can exceed) as horizontal
+    lines. A series reaches only as far along the axis as its replies do: the
     percentiles beyond them (p99 of fewer than 100 replies) are not drawn, and the axis
     ends at the largest series' last percentile (a dense train of 1000 replies reaches
     p99.9). Each series' label says how many replies it rests on and the last percentile
@@ -53,7 +54,7 @@ def plot_latency_percentiles(series: Dict[str, "pd.DataFrame"], expected_ms: Opt
         counts.append(n)
     for value, style, text in ((expected_ms, ":", "propagation"),
                                (typical_ms, "--", "typical under one TCP flow (model)"),
-                               (max_ms, "-.", "worst the links produce (every queue full)")):
+                               (max_ms, "-.", "worst in steady state (every queue full)")):
         if value is not None:
             ax.axhline(value, color="black", linestyle=style, linewidth=1,
                        label=f"{text}: {value:.1f} ms")

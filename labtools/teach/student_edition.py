@@ -91,6 +91,7 @@ LEFT_OUT: Tuple[Omission, ...] = (
     Omission("docs/instructors.md", "for instructors: grading, answer keys"),
     Omission("docs/developers.md", "for developers"),
     Omission("docs/testing.md", "for developers"),
+    Omission("docs/test-runs.md", "for developers"),
     Omission("docs/course-server.md", "for a course's administrators"),
 )
 #: copied as bytecode only (the source left out)
