@@ -186,12 +186,8 @@ def recorded_calls(store: ResultStore, case: str
     """The recorded probe calls of ``case``, latest session first (each in step order), and
     the record of that session's first run (its topology, calibration and durations; no
     table)."""
-    runs = store.query(
-        'SELECT id, session_id, step, call_json, started_at FROM runs WHERE "case" = ? '
-        'AND status = ? AND call_json IS NOT NULL AND group_id IS NULL ORDER BY id', (case, "ok"))
-    groups = store.query(
-        'SELECT id, session_id, step, call_json, started_at FROM groups WHERE "case" = ? '
-        'ORDER BY started_at', (case,))
+    runs = store.probe_call_runs(case)
+    groups = store.probe_call_groups(case)
     recorded = [RecordedCall("run", int(r["id"]), r["session_id"], r["step"] or 0,
                           _key(r["call_json"])) for r in runs]
     recorded += [RecordedCall("group", str(g["id"]), g["session_id"], g["step"] or 0,
@@ -203,9 +199,8 @@ def recorded_calls(store: ResultStore, case: str
     recorded.sort(key=lambda r: (order.index(r.session), r.step))
     if not order:
         return recorded, None
-    head = store.query("SELECT id FROM runs WHERE session_id = ? ORDER BY id LIMIT 1",
-                       (order[0],))
-    return recorded, store.get(int(head[0]["id"]), table=False) if head else None
+    head = store.first_run_id(order[0])
+    return recorded, store.get(head, table=False) if head is not None else None
 
 
 def _key(call_json: Optional[str]) -> str:

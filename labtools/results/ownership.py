@@ -158,10 +158,8 @@ def accepted_variants(variant: str) -> FrozenSet[str]:
 
 def recorded_owners(store: "ResultStore", case: str) -> List[RecordedOwner]:
     """Who the runs of ``case`` in ``store`` say they belong to."""
-    rows = store.query('SELECT id, topology_json, context_json FROM runs WHERE "case" = ?',
-                       (case,))
     counts: Counter = Counter()
-    for row in rows:
+    for row in store.owner_columns(case):
         topology = _json(row["topology_json"], f"runs row {row['id']}: topology_json")
         context = _json(row["context_json"], f"runs row {row['id']}: context_json")
         variant = (topology.get("params") or {}).get("variant")
@@ -248,12 +246,10 @@ def topology_problem(recorded: Topology, own: Topology, where: str) -> str:
 
 def recorded_topologies(store: "ResultStore", case: str) -> List[Topology]:
     """The distinct topologies the runs of ``case`` in ``store`` were measured on."""
-    rows = store.query('SELECT DISTINCT topology_json FROM runs WHERE "case" = ? AND '
-                       "topology_json IS NOT NULL", (case,))
     found = []
-    for row in rows:
+    for text in store.topology_texts(case):
         try:
-            found.append(from_dict(_json(row["topology_json"], f"{case} runs: topology_json")))
+            found.append(from_dict(_json(text, f"{case} runs: topology_json")))
         except TopologyError as err:
             raise StoreError(f"a {case} run's topology cannot be read: {err}") from None
     return found

@@ -100,6 +100,7 @@ from labtools.results.schema import (
     current_views,
     tables,
 )
+from labtools.results.store_reads import StoreReads
 from labtools.results.transcripts import (
     TRANSCRIPT_COLUMNS,
     ShellTranscript,
@@ -130,7 +131,7 @@ def store_file(path: Union[Path, str]) -> Path:
     return Path(text)
 
 
-class ResultStore:
+class ResultStore(StoreReads):
     """A results file. Opening creates it (and its folder) unless ``create`` is False.
 
     With ``create=False`` the file must exist and is only read (an older version is read

@@ -224,8 +224,7 @@ def _unread(sub: Submission, reason: str) -> Submission:
 def _read(store: ResultStore, sub: Submission, rows: List[Dict[str, Any]],
           calibrations: List[Dict[str, Any]]) -> None:
     """Read one results file into ``sub`` and the tables."""
-    query = "SELECT id, raw_output, topology_json FROM runs WHERE status = 'ok'"
-    for run in store.query(query):
+    for run in store.successful_runs():
         where = f"{store.path}: runs row {run['id']}"
         sub.runs += 1
         if run["raw_output"]:
@@ -235,7 +234,7 @@ def _read(store: ResultStore, sub: Submission, rows: List[Dict[str, Any]],
         if not isinstance(params, dict):
             raise StoreError(f"{where}: topology_json: params is not an object")
         sub.recorded_variants.add(str(params.get("variant") or ""))
-    cases = [r["case"] for r in store.query('SELECT DISTINCT "case" FROM runs ORDER BY id')]
+    cases = store.cases()
     own_cache: Dict[str, Tuple[Dict[str, Any], str]] = {}
     for case in cases:
         calls, first = recorded_calls(store, case)
