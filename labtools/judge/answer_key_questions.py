@@ -27,7 +27,8 @@ from labtools.frame_sizes import IPERF_UDP_FRAME_BYTES, IPERF_UDP_PAYLOAD_BYTES
 from labtools.judge import policy
 from labtools.judge.capacity import is_saturated
 from labtools.judge.question_givens import LAB1_RATE_MBPS, givens
-from labtools.model.expect import TCP_FRAME_BYTES, TCP_MSS_BYTES, ping_frame_bytes
+from labtools.model import expect
+from labtools.model.expect import TCP_FRAME_BYTES, ping_frame_bytes
 from labtools.model.queues import CUBIC_BETA
 from labtools.model.topology import Link, Topology
 
@@ -189,19 +190,7 @@ def _rate(link: Link) -> float:
 
 def _frames(rate_mbps: float, ms: float) -> float:
     """Full 1514-byte frames a ``rate_mbps`` link sends in ``ms``."""
-    return rate_mbps * 1e6 * ms / 1e3 / (TCP_FRAME_BYTES * 8)
-
-
-def _bdp(rate_mbps: float, rtt_ms: float) -> float:
-    return rate_mbps * 1e6 * rtt_ms / 1e3 / 8
-
-
-def _ceiling(rate_mbps: float) -> float:
-    return rate_mbps * TCP_MSS_BYTES / TCP_FRAME_BYTES
-
-
-def _udp_payload(rate_mbps: float) -> float:
-    return rate_mbps * IPERF_UDP_PAYLOAD_BYTES / IPERF_UDP_FRAME_BYTES
+    return expect.bdp_bytes(rate_mbps, ms) / TCP_FRAME_BYTES
 
 
 def _words(question_id: str, topo: Topology, text: str) -> QuestionKey:
@@ -322,7 +311,7 @@ def _search_words(capacity_mbps: float) -> str:
 def q01_3(topo: Topology) -> QuestionKey:
     """Ramp and bisection against a sweep, for the path h1 -> h4."""
     rate = min(_rate(topo.link("L1")), _rate(topo.link("L2")))
-    capacity = _udp_payload(rate)
+    capacity = expect.udp_goodput_mbps(rate)
     ramp, clean, knee, halvings = ramp_and_bisect(capacity)
     sweep = math.floor(capacity) + 1
     clean_step = compared("the ramp's last clean step is below the capacity",
@@ -347,7 +336,7 @@ def q01_3(topo: Topology) -> QuestionKey:
 def q01_4(topo: Topology) -> QuestionKey:
     """What explains the capacity estimate's shortfall."""
     rate = min(_rate(topo.link("L1")), _rate(topo.link("L2")))
-    capacity = _udp_payload(rate)
+    capacity = expect.udp_goodput_mbps(rate)
     headers = 100 * (IPERF_UDP_FRAME_BYTES - IPERF_UDP_PAYLOAD_BYTES) / IPERF_UDP_FRAME_BYTES
     return QuestionKey(
         "01-Q4", givens("01-Q4", topo),
@@ -403,7 +392,7 @@ def q02_3(topo: Topology) -> QuestionKey:
     l2 = topo.link("L2")
     rate = _rate(l2)
     top, after, bdp, idles = l2_idles_after_cut(l2)
-    ceiling = _ceiling(rate)
+    ceiling = expect.tcp_goodput_ceiling_mbps(rate)
     cut = compared("L2 idles after CUBIC's cut", "0.7 × (queue limit + L2's packets on the "
                    "way back) < L2's BDP in packets", after, bdp,
                    policy.rtt_resolution_rel(2 * l2.delay_ms))
@@ -464,7 +453,7 @@ def q03_3(topo: Topology) -> QuestionKey:
     """Three causes of a slow h7 -> h9."""
     l2, l3 = topo.link("L2"), topo.link("L3")
     rtt = 2 * (l2.delay_ms + l3.delay_ms)
-    bdp = _bdp(min(_rate(l2), _rate(l3)), rtt)
+    bdp = expect.bdp_bytes(min(_rate(l2), _rate(l3)), rtt)
     return QuestionKey(
         "03-Q3", givens("03-Q3", topo), {"rtt_h7_h9_ms": rtt, "bdp_h7_h9_bytes": bdp},
         f"(1) A busy CPU: check top or labtools doctor. (2) A window below h7-h9's BDP "

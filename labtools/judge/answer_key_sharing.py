@@ -13,9 +13,7 @@ from labtools.judge.answer_key_questions import (
     LAB1_RATE_MBPS,
     Conclusion,
     QuestionKey,
-    _bdp,
     _bytes,
-    _ceiling,
     _mb,
     _ms,
     _rate,
@@ -24,6 +22,7 @@ from labtools.judge.answer_key_questions import (
     compared,
 )
 from labtools.judge.question_givens import givens
+from labtools.model import expect
 from labtools.model.expect import TCP_FRAME_BYTES, TCP_MSS_BYTES, path
 from labtools.model.queues import loaded_rtt
 from labtools.model.topology import Link, Topology
@@ -151,7 +150,7 @@ def q05_3(topo: Topology) -> QuestionKey:
     """A quarter of the BDP per connection."""
     l1, l2 = topo.link("L1"), topo.link("L2")
     rtt = 2 * (l1.delay_ms + l2.delay_ms)
-    bdp = _bdp(_rate(l2), rtt)
+    bdp = expect.bdp_bytes(_rate(l2), rtt)
     return QuestionKey(
         "05-Q3", givens("05-Q3", topo),
         {"rtt_h1_h4_ms": rtt, "bdp_h1_h4_bytes": bdp, "window_per_connection_bytes": bdp / 4},
@@ -171,14 +170,14 @@ def q06_1(topo: Topology) -> QuestionKey:
     """Which windows of the sweep held the rate below the ceiling."""
     b = _b(topo)
     rtt = 2 * b.delay_ms
-    bdp, ceiling = _bdp(_rate(b), rtt), _ceiling(_rate(b))
+    bdp, ceiling = expect.bdp_bytes(_rate(b), rtt), expect.tcp_goodput_ceiling_mbps(_rate(b))
     threshold = bdp * TCP_MSS_BYTES / TCP_FRAME_BYTES
     found = tuple(compared(f"a window of {w} bytes holds the rate below the ceiling",
                            "window < BDP × 1448/1514 (window / RTT below the goodput "
                            "ceiling)", w, threshold, policy.window_resolution_rel(rtt))
                   for w in LAB6_WINDOWS_BYTES)
     held = [w for w, c in zip(LAB6_WINDOWS_BYTES, found) if c.holds]
-    rates = {f"window_{w}_mbps": w * 8 / (rtt * 1e3) for w in LAB6_WINDOWS_BYTES}
+    rates = {f"window_{w}_mbps": expect.window_rate_mbps(w, rtt) for w in LAB6_WINDOWS_BYTES}
     listed = ", ".join(str(w) for w in held) or "none of them"
     return QuestionKey(
         "06-Q1", givens("06-Q1", topo),
@@ -196,7 +195,7 @@ def q06_1(topo: Topology) -> QuestionKey:
 def q06_2(topo: Topology) -> QuestionKey:
     """Large windows against a quarter of the BDP."""
     b = _b(topo)
-    bdp = _bdp(_rate(b), 2 * b.delay_ms)
+    bdp = expect.bdp_bytes(_rate(b), 2 * b.delay_ms)
     large = compared("the large window is above the whole BDP",
                      f"{LAB6_LARGE_WINDOW_BYTES} bytes > B's rate × RTT",
                      LAB6_LARGE_WINDOW_BYTES, bdp, policy.window_resolution_rel(2 * b.delay_ms),
@@ -217,7 +216,8 @@ def q06_3(topo: Topology) -> QuestionKey:
     """--bidir against two separate pairs."""
     rate = _rate(_b(topo))
     return QuestionKey(
-        "06-Q3", givens("06-Q3", topo), {"goodput_ceiling_mbps": _ceiling(rate)},
+        "06-Q3", givens("06-Q3", topo),
+        {"goodput_ceiling_mbps": expect.tcp_goodput_ceiling_mbps(rate)},
         "Each direction's data shares its queue with the other direction's ACKs, and one "
         "iperf3 process per host does both; the separate pairs have their own processes. "
         f"At {rate:g} Mbit/s the CPU has room, so the difference is usually smaller than the "
@@ -227,7 +227,7 @@ def q06_3(topo: Topology) -> QuestionKey:
 def q06_4(topo: Topology) -> QuestionKey:
     """The loaded latency against the steady-state worst and the model's middle."""
     b = _b(topo)
-    drain = float(b.queue_pkts or 0) * TCP_FRAME_BYTES * 8 / (_rate(b) * 1e3)
+    drain = expect.queue_drain_ms(b) or 0.0
     worst = max(b.delay_ms, drain) + b.delay_ms
     model = loaded_rtt(topo, "a1", "b1", "a2", "b2")
     drain_longer = compared("the full queue's drain outlasts B's delay",
