@@ -1,6 +1,7 @@
 """Grading lab 7 ("write your own simpleperf") with the real nbgrader: a course that
 releases the lab on its own, autograde and feedback for a correct simpleperf, the
-skeleton handed in as it was released, and a client that leaves out its END record.
+skeleton handed in as it was released, a client that leaves out its END record, and a
+report in units of 1024 bytes.
 
 The programming checks run the submitted program for real on 127.0.0.1 while nbgrader
 executes the notebook; the link check replays the measurement recorded on a real network
@@ -44,7 +45,8 @@ def course(tmp_path_factory) -> Path:
     (root / "nbgrader_config.py").write_text(notebooks.course_config(COURSE_ID))
     variant = json.loads((RECORDED / "capture.json").read_text())["variant"]
     (root / "labtools-variants.csv").write_text(
-        "student_id,variant\n" + "".join(f"{s},{variant}\n" for s in ("skeleton", "no-end")))
+        "student_id,variant\n" + "".join(f"{s},{variant}\n"
+                                          for s in ("skeleton", "no-end", "in-1024")))
     source = root / "source" / ASSIGNMENT
     source.mkdir(parents=True)
     shutil.copy(ROOT / "solutions" / NAME, source / NAME)
@@ -112,9 +114,9 @@ def test_the_skeleton_as_released_gets_no_point_and_is_told_what_is_missing(cour
     assert errors["loopback-check"] == (
         "AssertionError: your server stopped at once (exit status 1); its last line: "
         "mysimpleperf: error: serve() in server.py is not written yet")
-    assert errors["kit-server-check"].startswith(
-        "AssertionError: your client ended with exit status 1; last line: mysimpleperf: "
-        "error: parse_amount() in report.py is not written yet")
+    assert errors["kit-server-check"].startswith(  # the visible check's line first
+        "AssertionError: with -n 2MB -f B: your client ended with exit status 1; last line: "
+        "mysimpleperf: error: parse_amount() in report.py is not written yet")
     assert errors["link-check"] == ("AssertionError: your program changed after you "
                                     "measured it on the link: run section 4 again")
     feedback = graded["feedback"]
@@ -126,12 +128,33 @@ def test_the_skeleton_as_released_gets_no_point_and_is_told_what_is_missing(cour
 
 def test_a_client_without_end_record_passes_with_its_own_server_but_not_with_the_kits(course):
     """Its own server reports the transfer (cut short, all bytes counted), so the
-    loopback check passes; the kit's server says what is wrong. The link check fails
-    too: the program is not the one that measured."""
+    loopback check passes; the kit's side of the recorded exchanges (the visible check,
+    before the hidden ones with the kit's real server) says what is wrong. The link check
+    fails too: the program is not the one that measured."""
     nb = _solution_with({"write-client": {'    sock.sendall(protocol.end(conn["sent"]))\n': ""}})
     _submit(course, "no-end", nb)
     graded = _autograde(course, "no-end")
     assert graded["scores"] == {**PROGRAMMING, "kit-server-check": 0, "link-check": 0}
-    assert "the kit's server says: the data ended without the client's END record" in \
-        _errors(graded["notebook"])["kit-server-check"]
-    assert "the data ended without the client's END record" in graded["feedback"]
+    assert _errors(graded["notebook"])["kit-server-check"].startswith(
+        "AssertionError: with -n 2MB -f B: the data on 127.0.0.1:")
+    assert "did not end with an END record counting it" in graded["feedback"]
+
+
+def test_amounts_in_units_of_1024_are_told_in_the_feedback_by_the_visible_checks(course):
+    """The report's amounts divided by 1024 (client and server): the feedback's lines name
+    the unit, and in the kit checks it is the visible conformance check's line (-f MB),
+    not the hidden checks' (-f B, -f KB) that run after it."""
+    nb = _solution_with({"write-report": {
+        'return f"{nbytes / UNITS[unit]:.2f} {unit}"':
+            'return f"{nbytes / {\'KB\': 1024, \'MB\': 1024 * 1024}[unit]:.2f} {unit}"'}})
+    _submit(course, "in-1024", nb)
+    graded = _autograde(course, "in-1024")
+    assert graded["scores"] == {cell: 0 for cell in {**PROGRAMMING, **LINK}}
+    errors = _errors(graded["notebook"])
+    assert errors["loopback-check"].startswith(
+        "AssertionError: with -f mb your client printed 1048576-byte units; MB is 1000000 bytes")
+    for cell, who in (("kit-server-check", "client"), ("kit-client-check", "server")):
+        assert errors[cell].startswith(f"AssertionError: with -f MB your {who} printed "
+                                       "1048576-byte units; MB is 1000000 bytes"), errors[cell]
+    assert "1048576-byte units" in graded["feedback"]
+    assert "your server reports" not in graded["feedback"]  # no count without its unit

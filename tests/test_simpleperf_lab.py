@@ -238,6 +238,68 @@ def test_a_server_counting_the_end_record_is_caught_by_the_kits_client(tmp_path)
                            "bytes, 1000000 were sent")
 
 
+#: the commonest slip of lab 7: amounts in units of 1024 bytes (report.py's format_amount,
+#: which the client and the server both print with)
+IN_1024 = ("report.py", 'return f"{nbytes / UNITS[unit]:.2f} {unit}"',
+           'return f"{nbytes / {\'KB\': 1024, \'MB\': 1024 * 1024}[unit]:.2f} {unit}"')
+
+
+def test_amounts_in_units_of_1024_are_named_by_the_checks_with_the_kits_tools(tmp_path):
+    """The kit's client against the student's server run with -f KB, and the kit's server
+    against the student's client: the check, given the -f, says the unit is wrong (not
+    "2441410 bytes received, 2500000 were sent")."""
+    program = _mistake(tmp_path, *IN_1024)
+    with student_server(program, "-f", "KB") as server:
+        kit = kit_client(server.port, "-n", "2.5MB", "-P", "2")
+    problems = kit_client_problems(kit, server.output, unit="KB")
+    assert problems[0].startswith("with -f KB your server printed 1024-byte units; KB is "
+                                  "1000 bytes: ") and "2441.41 KB" in problems[0], problems
+    with kit_server() as server:
+        run = student_client(program, server.port, "-n", "1.5MB", "-f", "KB")
+    problems = kit_server_problems(server.output, run, 1, unit="KB")
+    assert problems[0].startswith("with -f KB your client printed 1024-byte units; KB is "
+                                  "1000 bytes: ") and "1464.84 KB" in problems[0], problems
+
+
+def test_a_timed_client_in_units_of_1024_is_told_so_by_its_rates(tmp_path):
+    """Without a count to compare with (-t), the rows' rates (computed from the bytes)
+    give the unit away: every amount read in MB is 4.9 % short of its rate."""
+    program = _mistake(tmp_path, *IN_1024)
+    with student_server(program, "-f", "MB") as server:
+        run = student_client(program, server.port, "-t", "1", "-f", "MB")
+    problems = client_problems(run, 1, seconds=1, unit="MB")
+    assert problems[0].startswith("with -f MB your client printed 1048576-byte units; MB is "
+                                  "1000000 bytes: "), problems
+    assert len(problems) == 2 and problems[1].startswith("your client printed:\n")
+
+
+def test_a_simpleperf_in_units_of_1024_is_told_its_unit_and_first_what_the_student_saw(
+        tmp_path, capsys):
+    """The grading cells as nbgrader runs them (hidden tests included) on a submission
+    with the slip: the feedback's first line names the unit, and in the kit checks it is
+    the visible conformance check's line, the one the student's own notebook showed; no
+    cell prints its success line before a hidden check fails."""
+    program = _mistake(tmp_path, *IN_1024)
+    graded, released = check_cells(SOLUTION), check_cells(STUDENT)
+    first = {}
+    for cell_id in ("loopback-check", "kit-server-check", "kit-client-check"):
+        with pytest.raises(AssertionError) as failed:
+            run_check(graded[cell_id], program)
+        first[cell_id] = str(failed.value).splitlines()[0]
+    assert first["loopback-check"].startswith(  # its visible part runs -f B, its hidden -f mb
+        "with -f mb your client printed 1048576-byte units; MB is 1000000 bytes: ")
+    assert first["kit-server-check"].startswith(
+        "with -f MB your client printed 1048576-byte units; MB is 1000000 bytes: ")
+    assert first["kit-client-check"].startswith(
+        "with -f MB your server printed 1048576-byte units; MB is 1000000 bytes: ")
+    for cell_id in ("kit-server-check", "kit-client-check"):
+        with pytest.raises(AssertionError) as seen:
+            run_check(released[cell_id], program)
+        line = str(seen.value).splitlines()[0]
+        assert line.split(": '")[0] == first[cell_id].split(": '")[0], (line, first[cell_id])
+    assert "agree" not in capsys.readouterr().out
+
+
 def test_rates_in_megabytes_per_second_are_caught(tmp_path):
     program = _mistake(tmp_path, "report.py", "return nbytes * 8 / seconds / 1e6",
                        "return nbytes / seconds / 1e6")
@@ -404,6 +466,38 @@ def test_the_recorded_cross_test_passes_and_says_by_how_much(recorded):
     assert cross_test_line(mine, iperf3) == (
         f"your simpleperf {mbps[0]:.2f} Mbit/s, iperf3 {mbps[1]:.2f} Mbit/s after the warm-up "
         f"({(mbps[0] - mbps[1]) / mbps[1]:+.0%})")
+
+
+def test_q1s_key_cites_a_link_measurement_of_this_labs_own_network(recorded):
+    """Q1's solution quotes the recorded run (the student's client on a variant of the
+    network the notebook builds) and the range of L1's rates the variants draw."""
+    import re
+
+    from labtools.model.catalog import load_topology
+    from labtools.model.variants import around
+
+    nb = nbformat.read(str(SOLUTION), as_version=4)
+    cells = {c.id: c.source for c in nb.cells}
+    built = re.search(r'open_lab\("simpleperf", topology="([^"]+)"\)', cells["setup"])[1]
+    capture = json.loads((RECORDED.parents[1] / "capture.json").read_text())
+    link = load_topology(f"{built},variant={capture['variant']}").link("L1")
+    reference = load_topology(built).link("L1")
+    low, high = around(reference.bw_mbps, reference.delay_ms).bw_mbps
+    mine, _ = _lab7(recorded)
+    total = read_report(mine.extra["client_report"]).totals[0]
+    counted = mine.parsed.summary
+    gap_s = counted["duration_s"] - total.end_s
+    key = " ".join(cells["q1-answer"].split())
+    for said in (f"L1 of {link.bw_mbps:g} Mbit/s and {link.delay_ms:g} ms each way",
+                 f"a {round(total.end_s)}-s run",
+                 f"{total.nbytes / 1e6:.2f} MB in {total.end_s:.2f} s, {total.rate_mbps:.2f} Mbps",
+                 f"{counted['receiver_bytes']:,} bytes".replace(",", " "),
+                 f"in {counted['duration_s']:.2f} s, {counted['receiver_mbps']:.2f} Mbit/s",
+                 f"{gap_s:.2f} s later: about {gap_s * link.bw_mbps / 8:.1f} MB at "
+                 f"{link.bw_mbps:g} Mbit/s",
+                 f"{low:g} to {high:g} Mbit/s"):
+        assert said in key, said
+    assert total.rate_mbps > link.bw_mbps > counted["receiver_mbps"]  # what the key says
 
 
 def test_a_client_far_slower_than_an_iperf3_that_reached_its_link_fails(recorded):

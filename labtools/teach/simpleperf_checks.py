@@ -14,7 +14,10 @@ rows; every other line is left alone.
 
 Each ``*_problems`` function returns what is wrong, one readable line each, with the
 output it read at the end (empty when all is well): a notebook asserts that there is
-none. The runs themselves come from :mod:`labtools.teach.simpleperf_runs`.
+none. Given the unit the program was run with (its ``-f``), a check reads the rows in
+that unit and says it: a row in another unit, or amounts in units of 1024 bytes (the
+commonest slip: KB and MB are decimal), is told as such rather than as a wrong count.
+The runs themselves come from :mod:`labtools.teach.simpleperf_runs`.
 """
 
 from __future__ import annotations
@@ -55,6 +58,11 @@ _ROW = re.compile(
 _DASHES = re.compile(r"^\s*-{10,}\s*$")
 #: display unit -> bytes (decimal, as the assignment's -f)
 UNITS = {"B": 1, "KB": 1000, "MB": 1000 * 1000}
+#: display unit -> bytes of the binary unit a program may print by mistake instead
+BINARY_UNITS = {"KB": 1024, "MB": 1024 * 1024}
+#: an amount printed in units of 1024 differs from the true one by at most this much, in
+#: the unit (two decimals: half the last digit, and some room for float rounding)
+BINARY_SLACK = 0.006
 
 
 @dataclass(frozen=True)
@@ -116,15 +124,33 @@ def read_report(text: str, server: bool = False) -> Report:
     return report
 
 
+def binary_line(who: str, row: Row, unit: str = "") -> str:
+    """The line that tells ``who`` its ``row`` is in units of 1024 bytes (``unit``: the
+    ``-f`` it ran with; the row's own unit when not given)."""
+    shown = row.unit
+    return (f"with -f {unit or shown} {who} printed {BINARY_UNITS[shown]}-byte units; "
+            f"{shown} is {UNITS[shown]} bytes: {row.line!r}")
+
+
+def _binary_unit(row: Row, unit: str) -> bool:
+    """True when ``row`` is in the unit asked for (``unit``, any case; any when '') and
+    that unit has a binary twin (KB, MB)."""
+    return row.unit in BINARY_UNITS and (not unit or unit.upper() == row.unit)
+
+
+def in_binary_units(row: Row, nbytes: int, unit: str = "") -> bool:
+    """True when ``row`` says ``nbytes`` in units of 1024 bytes (KB or MB printed, as
+    ``-f unit`` asked; any when ``unit`` is '')."""
+    return _binary_unit(row, unit) and abs(
+        row.nbytes / UNITS[row.unit] - nbytes / BINARY_UNITS[row.unit]) <= BINARY_SLACK
+
+
 def amount_mismatch(who: str, row: Row, nbytes: int, unit: str, what: str) -> str:
     """Why ``row`` (printed by ``who`` with ``-f unit``) does not say ``nbytes``, in one
     line: amounts in units of 1024 named as such; otherwise the two counts (``what``:
     where ``nbytes`` comes from, e.g. ``asked for (-n)``)."""
-    if unit in ("KB", "MB") and row.unit == unit:
-        binary = 1024 if unit == "KB" else 1024 * 1024
-        if abs(row.nbytes / UNITS[unit] - nbytes / binary) <= 0.006:
-            return (f"with -f {unit} {who} printed {binary}-byte units; {unit} is "
-                    f"{UNITS[unit]} bytes: {row.line!r}")
+    if unit and in_binary_units(row, nbytes, unit):
+        return binary_line(who, row, unit)
     return f"{row.ident}: {row.nbytes} bytes in {who}'s row, {nbytes} {what}: {row.line!r}"
 
 
@@ -143,19 +169,39 @@ def quoted(who: str, text: str) -> str:
     return f"{who} printed:\n" + "\n".join("    " + line for line in shown)
 
 
+def _rate_says(row: Row, nbytes: float) -> bool:
+    """True when the row's printed rate is ``nbytes`` over its printed time, as far as
+    its digits say."""
+    seconds = row.end_s - row.start_s
+    rate = nbytes * 8 / seconds / 1e6
+    slack = rate * (RATE_TOLERANCE + TIME_SLACK_S / seconds) + \
+        row.slack_bytes * 8 / seconds / 1e6 + 0.01
+    return abs(row.rate_mbps - rate) <= slack
+
+
 def rate_problems(row: Row) -> List[str]:
     """A row whose rate is not its bytes over its time (rows shorter than
     :data:`RATE_CHECK_MIN_S` are not checked: their two decimals of time say too little)."""
     seconds = row.end_s - row.start_s
-    if seconds < RATE_CHECK_MIN_S:
+    if seconds < RATE_CHECK_MIN_S or _rate_says(row, row.nbytes):
         return []
     rate = row.nbytes * 8 / seconds / 1e6
-    slack = rate * (RATE_TOLERANCE + TIME_SLACK_S / seconds) + \
-        row.slack_bytes * 8 / seconds / 1e6 + 0.01
-    if abs(row.rate_mbps - rate) <= slack:
-        return []
     return [f"{row.ident}: {row.rate_mbps:.2f} Mbps is not the row's amount over its time "
             f"({rate:.2f} Mbps; rates are in Mbps, 1 Mbps = 10^6 bit/s): {row.line!r}"]
+
+
+def binary_rate_problems(who: str, rows: List[Row], unit: str = "") -> List[str]:
+    """One line when a row's rate is its amount read in units of 1024 bytes over its time
+    and not its amount in decimal units: ``who`` printed amounts in units of 1024 while
+    its rates count the bytes (rows of KB or MB, as ``-f unit`` asked; shorter rows than
+    :data:`RATE_CHECK_MIN_S` are not read)."""
+    for row in rows:
+        if row.end_s - row.start_s < RATE_CHECK_MIN_S or not _binary_unit(row, unit):
+            continue
+        binary = row.nbytes / UNITS[row.unit] * BINARY_UNITS[row.unit]
+        if not _rate_says(row, row.nbytes) and _rate_says(row, binary):
+            return [binary_line(who, row, unit)]
+    return []
 
 
 def interval_problems(rows: List[Row], total: Row, interval_s: float) -> List[str]:
@@ -194,9 +240,13 @@ def client_problems(run: Finished, connections: int, amount_bytes: Optional[int]
     print one total row per connection (each with its own ID), each the amount asked
     for (``-n``) or lasting the time asked for (``-t``); with an interval, interval rows
     (:func:`interval_problems`); without, none. With ``unit`` (its ``-f``), every row in
-    that unit."""
+    that unit. Amounts in units of 1024 bytes (:func:`binary_rate_problems`) are told
+    alone: every amount and rate of the report is then off by as much."""
     report = read_report(run.out)
     problems = [] if run.status == 0 else [f"your client ended with {run.why()}"]
+    binary = binary_rate_problems("your client", report.totals + report.intervals, unit)
+    if binary:
+        return problems + binary + [quoted("your client", run.out + run.err)]
     if len(report.totals) != connections:
         problems.append(f"your client printed {len(report.totals)} total row(s) after its "
                         f"last line of dashes, {connections} expected (one per connection)")
@@ -226,8 +276,9 @@ def client_problems(run: Finished, connections: int, amount_bytes: Optional[int]
 
 def server_problems(output: str, sent: Dict[str, int], unit: str = "") -> List[str]:
     """What is wrong with the student's server's report of connections that sent
-    ``sent`` (ID -> data bytes): one total row each, with those bytes (with ``unit``, its
-    ``-f``: in that unit)."""
+    ``sent`` (ID -> data bytes): one total row each, with those bytes. With ``unit``, its
+    ``-f``: every row in that unit, and a row read in it (amounts in units of 1024 bytes
+    are named as such, with or without ``unit``)."""
     report = read_report(output, server=True)
     problems = unit_problems("your server", report.totals, unit)
     for ident, nbytes in sent.items():
@@ -235,10 +286,11 @@ def server_problems(output: str, sent: Dict[str, int], unit: str = "") -> List[s
         if row is None:
             problems.append(f"your server printed no row for the connection from {ident}")
         elif not row.counts(nbytes):
-            binary = amount_mismatch("your server", row, nbytes, unit.upper(), "sent")
-            problems.append(binary if binary.startswith("with -f") else
-                            f"{ident}: your server reports {row.nbytes} bytes received, "
-                            f"{nbytes} were sent (the END record is not data)")
+            problems.append(binary_line("your server", row, unit)
+                            if in_binary_units(row, nbytes, unit) else
+                            f"{ident}: your server reports {row.nbytes} bytes received "
+                            f"(its row read in {row.unit}: {row.line!r}), {nbytes} were "
+                            "sent (the END record is not data)")
         else:
             problems += rate_problems(row)
     return problems + [quoted("your server", output)] if problems else []
@@ -251,10 +303,12 @@ def _parsed(text: str, who: str) -> Any:
         raise AssertionError(f"{who}'s output cannot be read: {err}") from None
 
 
-def kit_server_problems(kit_output: str, client: Finished, connections: int) -> List[str]:
+def kit_server_problems(kit_output: str, client: Finished, connections: int,
+                        unit: str = "") -> List[str]:
     """What the kit's server (its JSON, read with the kit's parser) says is wrong with
     the student's client: every transfer must end with its END record, and each
-    connection's total row must count the bytes the kit's server received on it."""
+    connection's total row must count the bytes the kit's server received on it (read
+    in ``unit``, the client's ``-f``, or in the row's own: :func:`amount_mismatch`)."""
     parsed = _parsed(kit_output, "the kit's simpleperf server")
     summary = parsed.summary
     problems = []
@@ -271,15 +325,17 @@ def kit_server_problems(kit_output: str, client: Finished, connections: int) -> 
             problems.append(f"the kit's server received {end['bytes']} bytes from "
                             f"{end['peer']}; your client printed no total row for it")
         elif not row.counts(end["bytes"]):
-            problems.append(f"{end['peer']}: your client says {row.nbytes} bytes, the kit's "
-                            f"server received {end['bytes']}")
+            problems.append(amount_mismatch("your client", row, end["bytes"],
+                                            unit.upper() or row.unit,
+                                            "received by the kit's server"))
     return problems + [quoted("your client", client.out + client.err)] if problems else []
 
 
-def kit_client_problems(kit: Finished, server_output: str) -> List[str]:
+def kit_client_problems(kit: Finished, server_output: str, unit: str = "") -> List[str]:
     """What the kit's client (its JSON, read with the kit's parser) says is wrong with the
     student's server: every transfer complete (WELCOME, an ACK counting every byte sent),
-    and the server's report of each connection (:func:`server_problems`)."""
+    and the server's report of each connection (:func:`server_problems`; ``unit``: the
+    server's ``-f``)."""
     summary = _parsed(kit.out, "the kit's simpleperf client").summary
     if not summary["complete"]:
         return [f"the kit's client says: {summary['error']}",
@@ -287,7 +343,7 @@ def kit_client_problems(kit: Finished, server_output: str) -> List[str]:
     records = json_records(kit.out)
     local = {r["conn"]: r["local"] for r in records if r.get("type") == "conn_start"}
     sent = {local[r["conn"]]: r["bytes_sent"] for r in records if r.get("type") == "conn_end"}
-    return server_problems(server_output, sent)
+    return server_problems(server_output, sent, unit)
 
 
 def reference_reached_the_link(reference: Any) -> bool:
