@@ -16,7 +16,7 @@
 # the .meta names. Traffic stays inside the namespaces; everything is removed on exit.
 #
 #   bash scripts/capture_fixtures.sh            # all tools
-#   bash scripts/capture_fixtures.sh ping       # only one of: ping iperf3 iperf3-text iperf3-bidir iperf3-forms iperf2 iperf2-rate iperf3-streams iperf3-killed-in-omit ss
+#   bash scripts/capture_fixtures.sh ping       # only one of: ping iperf3 iperf3-text iperf3-bidir iperf3-forms iperf2 iperf2-rate iperf2-forms iperf2-dual iperf3-streams iperf3-killed-in-omit ss
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -340,6 +340,19 @@ capture_iperf3() {
     sed -e 's/:\([[:space:]]*\)null/:\1-nan/' "$d/udp_nothing_arrives.json" > "$d/derived_nan.json"
     meta "$d" derived_nan iperf3 "$v" "sed 's/:\\([[:space:]]*\\)null/:\\1-nan/' udp_nothing_arrives.json" \
         "DERIVED: the real udp_nothing_arrives.json with each JSON null (a NaN) written as -nan, as iperf3 versions before cJSON 1.7 print NaN"
+    impossible_total sum derived_sum_impossible
+    impossible_total sum_received derived_received_impossible
+}
+
+# impossible_total TOTAL NAME: udp_p1.json with end.TOTAL's lost_packets -3 and lost_percent
+# 250 (totals no run gives; its streams' own reports left as printed)
+impossible_total() {
+    local d=$out/iperf3 v edit
+    v=$(iperf3 --version 2>&1 | head -1 || true)
+    edit="import re,sys; t=open(sys.argv[1]).read(); e=t.index('\"end\":\t{'); i=t.index('\"$1\":', e); j=t.index('}', i); b=re.sub(r'(\"lost_packets\":\s*)\d+', r'\g<1>-3', t[i:j]); b=re.sub(r'(\"lost_percent\":\s*)[\d.]+', r'\g<1>250', b); sys.stdout.write(t[:i] + b + t[j:])"
+    python3 -c "$edit" "$d/udp_p1.json" > "$d/$2.json"
+    meta "$d" "$2" iperf3 "$v" "python3 -c \"$edit\" udp_p1.json" \
+        "DERIVED: the real udp_p1.json with end.$1's lost_packets written as -3 and lost_percent as 250 (mechanical: the two numbers of that object replaced), its streams' own reports left as printed"
 }
 
 # iperf3's human-readable text (no -J): what `labtools parse iperf` must recognise and refuse
@@ -437,6 +450,7 @@ capture_iperf2() {
     meta "$d" no_server iperf "$v" "iperf -c $SRV_IP -p $port -t 2 (no server listening)"
     capture_iperf2_rate
     capture_iperf2_forms
+    capture_iperf2_dual
 }
 
 # iperf 2 reads -b's K/M/G as powers of 2 (udp_interval: -b 10M gives an IPG of 1121.52 us
@@ -523,6 +537,33 @@ capture_iperf2_forms() {
     tc -n "$CLI" qdisc del dev lo root
 }
 
+# --dualtest (-d) and --tradeoff (-r) in iperf 2's CSV (-y C), TCP and UDP, client and
+# server, on loopback as capture_iperf2_forms (-L: the client's own listening port); and
+# a UDP --tradeoff in text. Each direction's lines name their own addresses and ports.
+capture_iperf2_dual() {
+    local d=$out/iperf2 v port=5470 lo="loopback 127.0.0.1 inside namespace $CLI (no shaping)"
+    mkdir -p "$d"
+    v=$(iperf -v 2>&1 | head -1 || true)
+    run2d() {  # run2d NAME SERVER_ARGS CLIENT_ARGS...: client and server output, on loopback
+        local name=$1 sargs=$2; shift 2
+        port=$((port + 4))
+        bg_start "$CLI" "$d/$name.server.txt" iperf -s -p $port $sargs
+        srv_pid=$bg_pid; sleep 0.5
+        in_cli timeout 30 iperf -c 127.0.0.1 -p $port "$@" -L $((port + 1)) > "$d/$name.txt" 2>&1 || true
+        sleep 1; stop_server
+        meta "$d" "$name" iperf "$v" "iperf -c 127.0.0.1 -p $port $* -L $((port + 1)) (server: iperf -s -p $port $sargs)"
+        meta "$d" "$name.server" iperf "$v" "iperf -s -p $port $sargs (client: iperf -c 127.0.0.1 -p $port $* -L $((port + 1)))" \
+            "real capture of the server's stdout+stderr; server killed with SIGKILL 1 s after the client ended"
+        sed -i "s|^network: .*|network: $lo|" "$d/$name.meta" "$d/$name.server.meta"
+    }
+    run2d csv_tcp_dualtest "-y C" -t 2 -d -y C
+    run2d csv_tcp_tradeoff "-y C" -t 2 -r -y C
+    run2d csv_udp_dualtest "-u -y C" -u -b 5M -t 2 -d -y C
+    run2d csv_udp_tradeoff "-u -y C" -u -b 5M -t 2 -r -y C
+    run2d csv_udp_dualtest_interval "-u -y C -i 1" -u -b 5M -t 2 -i 1 -d -y C
+    run2d udp_tradeoff "-u" -u -b 5M -t 2 -r
+}
+
 # a server killed while the client still omits its warm-up (-O): iperf3 3.12 reports the
 # error and an interval that ends before it starts (its clock restarts when -O ends)
 capture_iperf3_killed_in_omit() {
@@ -575,9 +616,10 @@ case $only in
     iperf2) capture_iperf2 ;;
     iperf2-rate) capture_iperf2_rate ;;
     iperf2-forms) capture_iperf2_forms ;;
+    iperf2-dual) capture_iperf2_dual ;;
     iperf3-streams) capture_iperf3_streams ;;
     iperf3-killed-in-omit) capture_iperf3_killed_in_omit ;;
     ss) capture_ss ;;
-    *) echo "capture_fixtures: unknown part $only (ping, iperf3, iperf3-text, iperf3-bidir, iperf3-forms, iperf2, iperf2-rate, iperf3-streams, iperf3-killed-in-omit, ss)" >&2; exit 2 ;;
+    *) echo "capture_fixtures: unknown part $only (ping, iperf3, iperf3-text, iperf3-bidir, iperf3-forms, iperf2, iperf2-rate, iperf2-forms, iperf2-dual, iperf3-streams, iperf3-killed-in-omit, ss)" >&2; exit 2 ;;
 esac
 echo "capture_fixtures: wrote $out/{ping,iperf3,iperf2}"

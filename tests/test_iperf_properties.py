@@ -18,6 +18,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Dict, List
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -85,6 +86,27 @@ def outcome(parse: Callable[[str], Parsed], text: str) -> None:
     check_sane(parsed)
     if parsed.tool == "iperf3":
         check_iperf3_ranges(parsed)
+    else:
+        check_iperf2_one_source(parsed)
+
+
+def check_iperf2_one_source(parsed: Parsed) -> None:
+    """One consistent source: the forward direction's bytes (and a server's datagram
+    counts) are the sums of its streams' own totals, whatever its [SUM] line says; a
+    [SUM] total that is not their sum (beyond iperf's rounding) is a warning."""
+    s, rows = parsed.summary, parsed.rows.records
+    own = [r for r in rows if r["kind"] == "total" and r["stream"] >= 0
+           and r["direction"] == "forward"]
+    assert s["bytes"] == (sum(r["bytes"] for r in own) if own else None)
+    counts = [r["total"] for r in own]
+    if s["role"] == "server" and s["total"] is not None:
+        assert s["total"] == sum(int(c) for c in counts)
+    printed = [r for r in rows if r["kind"] == "total" and r["stream"] == -1]
+    if printed and own and not s["bidirectional"]:
+        parts = sum(r["bytes"] for r in own)
+        off = abs(printed[-1]["bytes"] - parts) > 0.01 * max(printed[-1]["bytes"], parts) + 1024
+        assert off <= any("[SUM]" in w and "bytes" in w for w in parsed.warnings)
+    assert set(parsed.warnings) <= set(s["warnings"])
 
 
 # --- random text ---------------------------------------------------------------------
@@ -305,3 +327,51 @@ def test_ss_capture_with_a_number_replaced(which, index, new):
     spans = [m.span() for m in SS_NUMBER.finditer(text)]
     start, end = spans[index % len(spans)]
     check_ss(text[:start] + new + text[end:])
+
+
+# --- one consistent source: iperf3's end totals against its streams' final reports ---------
+def _streams_sum(doc: Dict[str, Any], part: str, key: str) -> int:
+    return sum(stream[part][key] for stream in doc["end"]["streams"])
+
+
+WHOLE = sorted(n for n, d in DOCS.items() if d.get("end", {}).get("streams")
+               and not d.get("error") and "sum_sent" in d["end"])
+
+
+@PROPERTY
+@given(st.sampled_from(WHOLE), st.sampled_from(["sum", "sum_sent", "sum_received"]),
+       st.data())
+def test_iperf3_totals_are_the_sums_of_the_streams_reports(name, total, data):
+    # a real capture whose end.<total> says other bytes or another loss: its streams'
+    # reports are whole, so it is read, from them, with a warning where the total is wrong
+    doc = json.loads(json.dumps(DOCS[name]))
+    udp = doc["start"]["test_start"]["protocol"] == "UDP"
+    if total not in doc["end"] or doc["end"].get("sum_sent_bidir_reverse"):
+        return
+    field = data.draw(st.sampled_from(["bytes", "lost_packets", "lost_percent"] if udp
+                                      else ["bytes"]))
+    value = data.draw(st.integers(0, 10**12) if field == "bytes" else
+                      st.integers(-10**6, 10**7) if field == "lost_packets" else
+                      st.floats(-500, 500))
+    was = doc["end"][total].get(field)
+    doc["end"][total][field] = value
+    parsed = iperf3.parse(json.dumps(doc))
+    s = parsed.summary
+    part = "udp" if udp else "sender"
+    assert s["sender_bytes"] == _streams_sum(doc, part, "bytes")
+    if not udp:
+        assert s["receiver_bytes"] == _streams_sum(doc, "receiver", "bytes")
+    else:
+        lost = _streams_sum(doc, "udp", "lost_packets")
+        assert s["lost_packets"] == lost
+        packets = _streams_sum(doc, "udp", "packets")
+        if s["lost_pct"] is not None and value != was:
+            assert s["lost_pct"] == pytest.approx(100 * lost / packets) or \
+                s["lost_pct"] == doc["end"]["sum_received"]["lost_percent"]
+    out_of_range = field != "bytes" and (value < 0 or (field == "lost_percent" and value > 100))
+    if out_of_range or (value != was and field in ("bytes", "lost_packets")
+                        and not (udp and total == "sum_received" and field == "bytes")
+                        and not (udp and total == "sum_sent" and field == "lost_packets")):
+        assert any(f"end.{total}" in w for w in parsed.warnings)
+    assert list(parsed.warnings) == s["warnings"]
+    check_sane(parsed)

@@ -247,6 +247,21 @@ def test_tcp_above_the_loss_limited_estimate_is_a_note_not_invalid():
     assert rows[0].expected == pytest.approx(e.tcp_goodput_ceiling_mbps)
 
 
+def test_a_rate_just_above_what_the_path_carries_is_not_called_within_it():
+    """19.50 Mbit/s on the lossy link: above the 19.13 it carries by less than a measured
+    rate may be (``policy.RATE_MAX``), so ``ok``; the reason says "above", never "within"."""
+    topo = _lossy()
+    e = expect.expect_pair(topo, "h1", "h2")
+    carry = e.tcp_goodput_ceiling_mbps
+    got = 19.50
+    assert carry < got <= carry * policy.RATE_MAX
+    run = RateSummary(sender_mbps=got, receiver_mbps=got, steady_mbps=got, warmup_s=0.0,
+                      duration_s=10.0, streams=1)
+    row = judge_summary(run, e, JudgeContext(), topo)[0]
+    assert row.verdict == "ok" and "within" not in row.reason
+    assert f"{got / carry - 1:.1%} above the {carry:.2f} the path carries" in row.reason
+
+
 def test_the_median_under_load_names_its_replies(capture):
     """A real ping judged as if a2 -> b2 loaded the capture dumbbell: the median's reason
     carries the replies it rests on."""

@@ -311,13 +311,8 @@ WRONG_VALUES = [
     ("udp_p1", ["end", "sum_received", "jitter_ms"], -1.0, "jitter_ms is -1.0: negative"),
     ("udp_p1", ["end", "sum_received", "lost_percent"], "some", "lost_percent is 'some'"),
     # counts out of their range
-    ("udp_p1", ["end", "sum_received", "lost_percent"], 250,
-     "end.sum_received.lost_percent is 250: not a percentage"),
-    ("udp_p1", ["end", "sum_received", "lost_percent"], -5.0, "lost_percent is -5.0"),
-    ("udp_p1", ["end", "sum_received", "lost_packets"], -3,
-     "end.sum_received.lost_packets is -3: negative"),
-    ("udp_p1", ["end", "sum_received", "lost_packets"], 10**6,
-     "end.sum_received.lost_packets is 1000000: more than the 7767 datagrams"),
+    # a total's loss out of range is read from the streams with a warning:
+    # test_parse_warnings.py
     ("udp_p1", ["end", "sum_received", "packets"], -1, "end.sum_received.packets is -1"),
     ("udp_reverse", ["intervals", 1, "sum", "lost_packets"], 900,
      "intervals[1].sum.lost_packets is 900: more than the"),

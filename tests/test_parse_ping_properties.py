@@ -53,6 +53,7 @@ def check(text: str) -> None:
         value = s[key]
         assert value is None or (math.isfinite(value) and value >= 0), (key, value)
     assert len(s["unparsed_sample"]) == min(s["unparsed_lines"], ping.UNPARSED_KEPT)
+    check_one_source(parsed)
     json.dumps(s, allow_nan=False)
     typed = summarize(parsed)
     if firsts:
@@ -65,6 +66,49 @@ def check(text: str) -> None:
         assert typed.p50_ms is None
     parsed.rows.frame()  # the table a notebook shows
     parsed.rows.json_rows()  # what the store keeps
+
+
+def check_one_source(parsed) -> None:
+    """The loss is the counts' (100 * (transmitted - received) / transmitted), whatever
+    ping printed beside it; a printed figure beyond its last digit from it is a warning."""
+    s = parsed.summary
+    tx, rx = s["transmitted"], s["received"]
+    if tx is None:
+        assert s["loss_pct"] is None and s["printed_loss_pct"] is None and not parsed.warnings
+        return
+    if tx == 0 or rx > tx:
+        assert s["loss_pct"] is None
+    else:
+        assert s["loss_pct"] == 100 * (tx - rx) / tx
+    printed = re.search(r"(\d[\d.e+-]*)% packet loss", parsed.raw)
+    if s["printed_loss_pct"] is not None and s["loss_pct"] is not None and printed:
+        step = 10.0 ** -len(printed[1].partition(".")[2]) if "e" not in printed[1] else 0
+        off = abs(s["printed_loss_pct"] - s["loss_pct"]) >= step * (1 + 1e-9)
+        if "e" not in printed[1]:
+            assert off == bool(parsed.warnings), (printed[1], s["loss_pct"], parsed.warnings)
+    assert list(parsed.warnings) == s["warnings"]
+
+
+@SETTINGS
+@given(st.integers(1, 10**6), st.data())
+def test_the_loss_is_the_counts_whatever_ping_printed(transmitted, data):
+    # a real output whose statistics line says other counts and another loss
+    received = data.draw(st.integers(0, transmitted + 2))
+    value = (data.draw(st.floats(0, 100).map(lambda v: round(v, 4)))
+             if data.draw(st.booleans())
+             else max(0, 100 * (transmitted - received) // transmitted))  # iputils' figure
+    form = data.draw(st.sampled_from(["{:.0f}", "{:.1f}", "{:g}"]))
+    printed = str(int(value)) if form == "{:.0f}" and value == int(value) else form.format(value)
+    text = (DIR / "fedora_truncated_loss.txt").read_text().replace(
+        "1688 packets transmitted, 1553 received, +1 duplicates, 7% packet loss",
+        f"{transmitted} packets transmitted, {received} received, +1 duplicates, "
+        f"{printed}% packet loss")
+    parsed = ping.parse(text)
+    check_one_source(parsed)
+    assert parsed.summary["printed_loss_pct"] == float(printed)
+    assert bool(parsed.warnings) == (received > transmitted or abs(
+        float(printed) - 100 * (transmitted - received) / transmitted) >= 10.0 ** -len(
+        printed.partition(".")[2]) * (1 + 1e-9))
 
 
 @SETTINGS

@@ -275,6 +275,26 @@ def test_spec_parameters_are_numbers_only_when_finite(spec, words):
     _one_line_error(spec, words)
 
 
+@pytest.mark.parametrize("spec, words", [
+    ("portfolio,variant=", "topology parameter 'variant' has no value: write variant=VALUE"),
+    ("portfolio,variant= ", "topology parameter 'variant' has no value"),
+    ("dumbbell,pairs=", "topology parameter 'pairs' has no value"),
+    ("dumbbell,", "bad topology parameter '': write key=value"),
+    ("dumbbell,,pairs=3", "bad topology parameter '': write key=value"),
+    (",pairs=3", "a topology spec starts with the topology's name"),
+    ("", "a topology spec starts with the topology's name"),
+])
+def test_an_empty_or_malformed_spec_parameter_is_one_line_error(spec, words):
+    _one_line_error(spec, words)
+
+
+def test_the_command_line_refuses_an_empty_variant_in_one_line_with_status_2():
+    result = run_cli(["expect", "portfolio,variant=", "h1", "h2"])
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == ("labtools expect: error: topology parameter 'variant' has no "
+                             "value: write variant=VALUE\n")
+
+
 def test_spec_values():
     assert split_spec("dumbbell,pairs=3,bw_mbps=2.5,x=a,v=none,w=True,q=-4,e=1e3") == (
         "dumbbell", {"pairs": 3, "bw_mbps": 2.5, "x": "a", "v": None, "w": True, "q": -4,

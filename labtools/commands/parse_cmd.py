@@ -11,7 +11,11 @@ destination the output names must then be the pair's (else a one-line error, exi
 For ping the summary also holds the percentiles of the replies' RTTs (``p50_ms``,
 ``p90_ms``, ``p99_ms``, ``p999_ms``) and ``max_after_first_ms``. Lines of the output the
 parser did not understand are counted in ``unparsed_lines``; a warning on standard error
-says so.
+says so. Where the tool's own output disagrees with itself (a ``[SUM]`` that is not the
+sum of its streams, a printed loss its counts contradict, totals no run gives) the
+summary's ``warnings`` say so, one warning line each goes to standard error, and with a
+topology a ``tool_output`` verdict (suspicious) follows the others; the numbers are
+those of the output's consistent part (each stream's final report, the counts).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING, Any, Dict
+from typing import TYPE_CHECKING, Any, Dict, Sequence
 
 from labtools.commands import options
 from labtools.errors import InputError
@@ -91,6 +95,11 @@ def _warn_unparsed(tool: str, summary: Dict[str, Any]) -> None:
               f"(first: {first!r})", file=sys.stderr)
 
 
+def _warn_disagreements(tool: str, warnings: Sequence[str]) -> None:
+    for warning in warnings:
+        print(f"labtools parse {tool}: warning: {warning}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     """Parse, print, return 0."""
     from labtools.judge.destination import check_destination
@@ -109,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
         check_destination(m.parsed, topo, args.src, args.dst)
     summary = _shown(m)
     _warn_unparsed(args.tool, summary)
+    _warn_disagreements(args.tool, m.parsed.warnings)
     result: Dict[str, Any] = {"tool": args.tool, "summary": summary}
     if topo is not None:
         result["verdicts"] = [v.as_dict() for v in m.verdicts]

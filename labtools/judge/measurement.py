@@ -212,7 +212,8 @@ def _judge_udp(summary: Summary, expected: PairExpectation, context: JudgeContex
 def _judge_tcp(summary: Summary, expected: PairExpectation, context: JudgeContext,
                topo: Optional[Topology], machine: Optional[MachineProfile]) -> List[Verdict]:
     tcp = require_kind(summary, RateSummary)
-    ceiling = expected.tcp_limit_mbps  # the goodput ceiling, or less where loss caps TCP
+    # the goodput ceiling, or less: a queue limit's cap or the loss-limited estimate
+    ceiling = expected.tcp_limit_mbps
     if ceiling is None:  # no link limits the path: the machine does
         return [verdicts.machine_rate_verdict(tcp.steady_mbps, machine)]
     carry = carry_limit_mbps(expected)
@@ -312,9 +313,10 @@ def _late_allowance_ms(topo: Optional[Topology], expected: PairExpectation,
 
 def _short_load(topo: Topology, context: JudgeContext) -> Optional[str]:
     """Why the run's load fell short of its path's rate, or None: a TCP flow alone on its
-    path that receives less than :data:`~labtools.judge.policy.LOAD_AT_RATE` of what TCP
-    can reach there did not drive its bottleneck at the link's rate (the machine could not
-    keep up), so its queue drained more slowly than the link's rate."""
+    path that receives less than :data:`~labtools.judge.policy.LOAD_AT_RATE` of the TCP
+    rate expected there (``tcp_limit_mbps``) did not drive its bottleneck at the link's
+    rate (the machine could not keep up), so its queue drained more slowly than the link's
+    rate."""
     if context.load is None or context.load_received_mbps is None:
         return None
     limit = expect_pair(topo, *context.load).tcp_limit_mbps
@@ -334,8 +336,18 @@ def judge_parsed(parsed: Parsed, topo: Optional[Topology], src: str, dst: str,
     summary = summarize(parsed, context.warmup_s)
     expected = expect_pair(topo, src, dst) if topo is not None and src and dst else None
     found = judge_summary(summary, expected, context, topo)
+    if expected is not None and parsed.warnings:
+        found.append(output_verdict(parsed.warnings))
     return Measurement(parsed.tool, src, dst, list(command), parsed, summary, expected, found,
                        context, **meta)
+
+
+def output_verdict(warnings: Sequence[str]) -> Verdict:
+    """A ``suspicious`` verdict (metric ``tool_output``) saying where the tool's own output
+    disagrees with itself (:attr:`Parsed.warnings`): the numbers judged come from its
+    consistent part, but the tool printed something no run gives."""
+    return Verdict("tool_output", None, None, "", policy.SUSPICIOUS,
+                   "the tool's output disagrees with itself: " + "; ".join(warnings))
 
 
 def judge_output(tool: str, raw: str, topo: Optional[Topology], src: str, dst: str,

@@ -77,19 +77,29 @@ TEXT_PARAMETERS = ("variant",)
 
 def split_spec(spec: str) -> Tuple[str, Dict[str, Any]]:
     """``'dumbbell,pairs=3'`` -> ``('dumbbell', {'pairs': 3})`` (numbers become numbers,
-    except in :data:`TEXT_PARAMETERS`)."""
+    except in :data:`TEXT_PARAMETERS`).
+
+    Raises:
+        TopologyError: no name, a parameter that is not ``key=value``, a key given twice,
+            or an empty value (``variant=``).
+    """
     if not isinstance(spec, str):
         raise TopologyError(f"a topology spec is text like dumbbell,pairs=3, not {spec!r}")
     head, *rest = spec.split(",")
+    if not head.strip():
+        raise TopologyError(f"a topology spec starts with the topology's name, like "
+                            f"dumbbell,pairs=3, not {spec[:60]!r}")
     params: Dict[str, Any] = {}
     for item in rest:
         key, sep, value = item.partition("=")
         key = key.strip()
         if not sep or not _KEY_RE.fullmatch(key):
-            raise TopologyError(f"bad topology parameter {item!r}: write key=value")
+            raise TopologyError(f"bad topology parameter {item[:60]!r}: write key=value")
         if key in params:
             raise TopologyError(f"topology parameter {key!r} is given twice")
         value = value.strip()
+        if not value:
+            raise TopologyError(f"topology parameter {key!r} has no value: write {key}=VALUE")
         params[key] = value if key in TEXT_PARAMETERS else _number_or_text(key, value)
     return head.strip(), params
 

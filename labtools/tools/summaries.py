@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Type, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple, Type, TypeVar, Union
 
 from labtools.errors import InputError
 from labtools.tools.registry import RATE, RTT, descriptor
@@ -50,6 +50,9 @@ class RttSummary:
     #: the replies the percentiles rest on; a tail percentile needs enough of them
     #: (:func:`percentile_needs`: p90 10, p99 100, p99.9 1000), else it is None
     samples: int = 0
+    #: where the tool's output disagrees with itself (:attr:`Parsed.warnings`); the numbers
+    #: above come from the consistent part
+    warnings: Tuple[str, ...] = ()
 
     def as_dict(self) -> Dict[str, Any]:
         """JSON-ready form."""
@@ -73,6 +76,9 @@ class RateSummary:
     reverse_receiver_mbps: Optional[float] = None  #: --bidir: the server-to-client direction
     reverse_sender_mbps: Optional[float] = None
     kind: str = "tcp"
+    #: where the tool's output disagrees with itself (:attr:`Parsed.warnings`); the numbers
+    #: above come from the consistent part
+    warnings: Tuple[str, ...] = ()
 
     def as_dict(self) -> Dict[str, Any]:
         """JSON-ready form."""
@@ -96,6 +102,9 @@ class UdpSummary:
     reverse_sender_mbps: Optional[float] = None
     reverse_loss_pct: Optional[float] = None
     kind: str = "udp"
+    #: where the tool's output disagrees with itself (:attr:`Parsed.warnings`); the numbers
+    #: above come from the consistent part
+    warnings: Tuple[str, ...] = ()
 
     def as_dict(self) -> Dict[str, Any]:
         """JSON-ready form."""
@@ -187,7 +196,8 @@ def _rtt(parsed: "Parsed") -> RttSummary:
         mdev_ms=_num(s.get("mdev_ms")), p50_ms=p["p50_ms"], p90_ms=p["p90_ms"],
         p99_ms=p["p99_ms"], p999_ms=p["p999_ms"],
         max_after_first_ms=_max_after_first(parsed.rows),
-        complete=bool(s.get("complete", True)), samples=reply_count(parsed.rows))
+        complete=bool(s.get("complete", True)), samples=reply_count(parsed.rows),
+        warnings=tuple(parsed.warnings))
 
 
 def _max_after_first(rows: Rows) -> Optional[float]:
@@ -258,7 +268,7 @@ def _tcp(parsed: "Parsed", warmup_s: float) -> RateSummary:
         streams=_int(s.get("streams") or s.get("connections")),
         retransmits=_int(s.get("retransmits")), error=s.get("error"),
         reverse_receiver_mbps=_num(s.get("reverse_receiver_mbps")),
-        reverse_sender_mbps=_num(s.get("reverse_sender_mbps")))
+        reverse_sender_mbps=_num(s.get("reverse_sender_mbps")), warnings=tuple(parsed.warnings))
 
 
 def _udp(parsed: "Parsed") -> UdpSummary:
@@ -271,7 +281,7 @@ def _udp(parsed: "Parsed") -> UdpSummary:
         loss_pct=_num(s.get("lost_pct")), error=s.get("error"),
         reverse_receiver_mbps=_num(s.get("reverse_receiver_mbps")),
         reverse_sender_mbps=_num(s.get("reverse_sender_mbps")),
-        reverse_loss_pct=_num(s.get("reverse_lost_pct")))
+        reverse_loss_pct=_num(s.get("reverse_lost_pct")), warnings=tuple(parsed.warnings))
 
 
 def is_udp(parsed: "Parsed") -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, Optional
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
 from labtools.tools.rows import Rows
 
@@ -22,12 +22,19 @@ class Parsed:
         summary: the run's totals, JSON-serialisable; rates in Mbit/s, times in ms
             (durations in s), sizes in bytes; keys documented in each parser module.
         raw: the text that was parsed, kept so nothing is lost.
+        warnings: where the tool's own output disagrees with itself or is out of range
+            (a ``[SUM]`` that is not the sum of its streams, a printed loss its counts
+            contradict, totals no run gives), one sentence each. The result's numbers
+            never come from the part that disagrees: they come from one consistent
+            source (each stream's final report, the counts); the parser's summary lists
+            the same sentences under ``warnings``.
     """
 
     tool: str
     rows: Rows
     summary: Dict[str, Any] = field(default_factory=dict)
     raw: str = ""
+    warnings: Tuple[str, ...] = ()
     _frame: Optional[Any] = field(default=None, init=False, repr=False, compare=False)
 
     @property

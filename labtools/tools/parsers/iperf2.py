@@ -48,12 +48,12 @@ Summary keys (rates in Mbit/s, None where the output has no such number):
 - ``protocol`` (``TCP``/``UDP``), ``role`` (``client``/``server``; None for a TCP CSV
   report, which does not say), ``streams`` (int, forward streams), ``format``
   (``text``/``csv``), ``bidirectional`` (True with ``-d``/``-r``).
-- ``rate_mbps``: the forward direction's whole-run rate as printed (the ``[SUM]`` total
-  with ``-P``, else the single stream's total; with ``-d``/``-r`` the sum of the forward
-  streams' totals); ``bytes`` and ``duration_s`` of the same.
-- ``sender_mbps``: client only, the sum of its forward streams' own totals. With ``-P``
-  iperf 2.1.8 sometimes prints a ``[SUM]`` total over a shorter interval than the streams
-  ran (so a higher rate); the per-stream totals are right.
+- ``rate_mbps``: the forward direction's whole-run rate, the sum of its streams' own
+  totals (never the ``[SUM]`` line: with ``-P`` iperf 2.1.8 sometimes prints a ``[SUM]``
+  total over a shorter interval than the streams ran, so a higher rate, and iperf 2.0.x
+  servers count the first interval twice in it); ``bytes`` (their sum) and
+  ``duration_s`` (the longest) of the same.
+- ``sender_mbps``: client only, the sum of its forward streams' own totals.
 - ``receiver_mbps``: the forward direction's received rate: the sum of the Server Reports'
   rates (UDP client), or ``rate_mbps`` when the text is the server's; None for a TCP
   client (it has no receiver report), and for a UDP client when a stream has no Server
@@ -70,11 +70,15 @@ Summary keys (rates in Mbit/s, None where the output has no such number):
   ``reverse_total``, ``reverse_lost_pct``: the server-to-client direction of ``-d``/``-r``.
 - ``sent_datagrams`` (UDP client: ``Sent N datagrams``, summed over the streams),
   ``warnings`` (list of iperf's ``WARNING`` texts, e.g. no ack of the last datagram: then
-  no Server Report; and the kit's own note when a receiver got nothing).
+  no Server Report; the kit's own note when a receiver got nothing; and the
+  disagreements below).
 
-With ``-P`` the ``[SUM]`` line must agree with its streams: its transfer with the sum of
-theirs within iperf's rounding, its datagram counts (a server's ``Lost/Total``, the
-client's ``[SUM-N] Sent``) exactly; otherwise :class:`ParseError` naming both numbers.
+Every number of the summary comes from the streams' own reports. A ``[SUM]`` line that
+disagrees with its streams (its transfer not their sum within iperf's rounding, its
+datagram counts, a server's ``Lost/Total`` or the client's ``[SUM-N] Sent``, not theirs
+exactly: the ``[SUM]`` of iperf 2.0.x servers adds the first interval again) is a
+warning naming both numbers, in ``warnings`` and in
+:attr:`~labtools.tools.parsers.base.Parsed.warnings`; the output is read all the same.
 
 Every rate, time, size and jitter in the table and the summary is a finite number >= 0
 (or None/NaN where the output has none); ``lost`` (and so ``lost_pct``) may be negative,
@@ -319,10 +323,12 @@ def parse(text: str) -> Parsed:
     _directions(rows, found, role)
     mark_totals(rows)
     protocol = found["protocol"] or ("UDP" if any(r["total"] is not None for r in rows) else "TCP")
-    summary = summarize(rows, protocol, role, found["sent"], found["sum_sent"])
+    disagreements: List[str] = []
+    summary = summarize(rows, protocol, role, found["sent"], found["sum_sent"], disagreements)
     summary["format"] = "text"
     warnings = list(found["warnings"])
     if any(r["empty"] and r["kind"] != "interval" for r in rows):
         warnings.append(NOTHING_RECEIVED)
-    summary["warnings"] = warnings
-    return Parsed(tool=TOOL, rows=Rows.of(COLUMNS, DTYPES, rows), summary=summary, raw=text)
+    summary["warnings"] = warnings + disagreements
+    return Parsed(tool=TOOL, rows=Rows.of(COLUMNS, DTYPES, rows), summary=summary, raw=text,
+                  warnings=tuple(disagreements))

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Optional, Set
 
-from labtools.errors import ParseError
-
 TOOL = "iperf"
 COLUMNS = ["stream", "start_s", "end_s", "bytes", "rate_mbps", "jitter_ms", "lost", "total",
            "kind", "direction"]
@@ -66,27 +64,38 @@ def received(rows: List[Dict[str, Any]], streams: Optional[Set[int]]) -> Dict[st
     }
 
 
-def _check_sum(sum_row: Optional[Dict[str, Any]], streams: List[Dict[str, Any]]) -> None:
-    """The ``[SUM]`` total agrees with its streams' totals (transfer within rounding,
-    datagrams exactly); :class:`ParseError` naming both otherwise."""
-    if sum_row is None or len(streams) < 2:
-        return
+def _first_intervals(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """Each stream's first interval row (starting at 0 s, not its total)."""
+    return [r for r in rows if r["kind"] == "interval" and r["start_s"] == 0.0]
+
+
+def check_sum(sum_row: Optional[Dict[str, Any]], streams: List[Dict[str, Any]],
+              firsts: List[Dict[str, Any]]) -> List[str]:
+    """Where the ``[SUM]`` total disagrees with its streams' totals (transfer beyond
+    rounding, datagrams at all): one warning each, naming both numbers (and saying so when
+    the excess is the first interval counted twice, as iperf 2.0.x servers print it)."""
+    if sum_row is None or not streams:
+        return []
+    found: List[str] = []
     parts = sum(r["bytes"] for r in streams)
     if abs(sum_row["bytes"] - parts) > ROUNDING * max(sum_row["bytes"], parts) + 1024:
-        raise ParseError(TOOL, f"the [SUM] line's {sum_row['bytes']} bytes are not the sum of "
-                               f"its streams' {parts} bytes")
+        first = sum(r["bytes"] for r in firsts)
+        twice = (bool(firsts) and abs(sum_row["bytes"] - parts - first)
+                 <= ROUNDING * max(sum_row["bytes"], parts) + 1024 * len(streams))
+        found.append(f"the [SUM] line's {sum_row['bytes']} bytes are not the sum of its "
+                     f"streams' {parts} bytes" + (
+                         " (it counts the first interval twice, as iperf 2.0.x does)"
+                         if twice else "") + "; the streams' own totals are used")
     counts = [r["total"] for r in streams]
     if sum_row["total"] is not None and None not in counts and sum_row["total"] != sum(counts):
-        raise ParseError(TOOL, f"the [SUM] line's {sum_row['total']} datagrams are not the "
-                               f"sum of its streams' {sum(counts)} datagrams")
+        found.append(f"the [SUM] line's {sum_row['total']} datagrams are not the sum of "
+                     f"its streams' {sum(counts)} datagrams; the streams' own counts are used")
+    return found
 
 
-def _whole(rows: List[Dict[str, Any]], sum_row: Optional[Dict[str, Any]]) -> Dict[str, Any]:
-    """rate_mbps, bytes and duration_s of the run's forward direction."""
-    main = sum_row if sum_row is not None else (rows[-1] if len(rows) == 1 else None)
-    if main is not None:
-        return {"rate_mbps": main["rate_mbps"], "bytes": main["bytes"],
-                "duration_s": main["end_s"] - main["start_s"]}
+def _whole(rows: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """rate_mbps, bytes and duration_s of the run's forward direction: the sum of its
+    streams' own totals (the longest stream's duration)."""
     if not rows:
         return {"rate_mbps": None, "bytes": None, "duration_s": None}
     return {"rate_mbps": _rate(rows), "bytes": sum(r["bytes"] for r in rows),
@@ -94,11 +103,15 @@ def _whole(rows: List[Dict[str, Any]], sum_row: Optional[Dict[str, Any]]) -> Dic
 
 
 def summarize(rows: List[Dict[str, Any]], protocol: str, role: Optional[str],
-              sent: Dict[int, int], sum_sent: Optional[int]) -> Dict[str, Any]:
+              sent: Dict[int, int], sum_sent: Optional[int],
+              disagreements: Optional[List[str]] = None) -> Dict[str, Any]:
     """The summary keys of :mod:`labtools.tools.parsers.iperf2` (``warnings`` aside).
 
     ``sent``: the ``Sent N datagrams`` of each stream; ``sum_sent``: the ``[SUM-N] Sent``.
+    Where iperf's own sums disagree with its streams a sentence is appended to
+    ``disagreements`` (the summary's numbers are the streams').
     """
+    found = disagreements if disagreements is not None else []
     totals = [r for r in rows if r["kind"] == "total"]
     own = {d: [r for r in totals if r["stream"] >= 0 and r["direction"] == d]
            for d in ("forward", "reverse")}
@@ -106,21 +119,23 @@ def summarize(rows: List[Dict[str, Any]], protocol: str, role: Optional[str],
                for d in ("forward", "reverse")}
     both = bool(own["forward"]) and bool(own["reverse"])
     sum_row = None if both else next((r for r in totals if r["stream"] == -1), None)
-    _check_sum(sum_row, own["forward"])
+    found += check_sum(sum_row, own["forward"],
+                       [r for r in _first_intervals(rows) if r["stream"] >= 0
+                        and r["direction"] == "forward"])
     ids = {d: {r["stream"] for r in own[d]} for d in own}
     client, server = role == "client", role == "server"
     # a client's Sent lines are its forward streams' (a server's, its reverse streams')
     sent = {k: n for k, n in sent.items() if k not in ids["reverse"]} if client else {}
     if sum_sent is not None and sent and sum_sent != sum(sent.values()):
-        raise ParseError(TOOL, f"the [SUM] line's {sum_sent} datagrams sent are not the sum "
-                               f"of its streams' {sum(sent.values())}")
+        found.append(f"the [SUM] line's {sum_sent} datagrams sent are not the sum of its "
+                     f"streams' {sum(sent.values())}; the streams' own counts are used")
     # what each side printed: a client its own sending (forward) and receiving (reverse)
     # and the server's reports; a server its receiving (forward) and sending (reverse)
     fwd_received = (received(reports["forward"], ids["forward"]) if client
                     else received(own["forward"], None) if server else received([], None))
     rev_received = (received(own["reverse"], None) if client
                     else received(reports["reverse"], ids["reverse"]))
-    whole = _whole(own["forward"], sum_row)
+    whole = _whole(own["forward"])
     summary: Dict[str, Any] = {
         "protocol": protocol,
         "role": role,

@@ -48,6 +48,11 @@ Summary keys (rates in Mbit/s; None where the output has no such number):
 - ``server_output``: ``json``, ``text`` or None (what ``--get-server-output`` returned).
 - ``json_objects`` (int): complete JSON objects found; ``duplicate_intervals_dropped``
   (int): identical repeated intervals removed (3.12 repeats the last one on errors).
+- ``warnings`` (list of str): where an ``end`` total is not the sum of the streams' final
+  reports (``end.streams``) or is out of range (a negative loss, more lost than counted, a
+  percentage outside 0..100); the keys above then hold the streams' sums (the loss
+  percentage from their counts), or None where those are out of range too
+  (:mod:`labtools.tools.parsers.iperf3_totals`). Such a total is never refused.
 
 Every rate, time, size, jitter and datagram count in the table and the summary is a finite
 number >= 0 or missing (None in the summary, NaN in the table). Only an interval's loss
@@ -73,7 +78,8 @@ Real output breaks in known ways; the parser copes:
 
 Text without any complete iperf3 JSON object raises :class:`ParseError` (tool ``iperf3``),
 and so does an object with a value iperf3 never writes: text or true/false where a number
-goes, a negative or infinite rate, time or size, a loss out of the range above, a rate
+goes, a negative or infinite rate, time or size, an interval's loss out of the range
+above (a total's is a warning), a rate
 above 0 over 0 seconds, an interval that starts before the previous one ended, an interval
 that ends before it starts (unless it follows an omitted one of a test run with ``-O``:
 iperf3 restarts its clock when that period ends, and the interval it ended in starts at 0
@@ -103,6 +109,7 @@ from labtools.tools.parsers.iperf3_fields import obj as _obj
 from labtools.tools.parsers.iperf3_fields import required as _required
 from labtools.tools.parsers.iperf3_fields import text_field as _text
 from labtools.tools.parsers.iperf3_json import json_documents
+from labtools.tools.parsers.iperf3_totals import reconcile, stream_sums
 from labtools.tools.rows import Rows
 
 TOOL = "iperf3"
@@ -218,8 +225,12 @@ def _sums(end: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
     return {n: _obj(end[n], f"end.{n}") for n in names if end.get(n) is not None}
 
 
-def _totals(sums: Dict[str, Dict[str, Any]], udp: bool, interrupted: bool) -> Dict[str, Any]:
-    """Sender/receiver totals from ``end`` (see the module docstring)."""
+def _totals(sums: Dict[str, Dict[str, Any]], udp: bool, interrupted: bool,
+            parts: Optional[Dict[str, Dict[str, float]]] = None,
+            warnings: Optional[List[str]] = None) -> Dict[str, Any]:
+    """Sender/receiver totals from ``end`` (see the module docstring), checked against
+    ``parts``, the sums of ``end.streams`` (:mod:`~labtools.tools.parsers.iperf3_totals`):
+    where they disagree, the streams' numbers and a sentence in ``warnings``."""
     sent_key = "sum_sent" if "sum_sent" in sums or not udp else "sum"  # UDP before 3.12
     sent = sums.get(sent_key, {})
     received: Optional[Dict[str, Any]] = sums.get("sum_received")
@@ -235,14 +246,16 @@ def _totals(sums: Dict[str, Dict[str, Any]], udp: bool, interrupted: bool) -> Di
         "retransmits": None if udp else _int(sent, "retransmits", sw),
     }
     lost_from, lw = (received, rw) if received is not None else (sums.get("sum"), "end.sum")
-    if udp:
-        _check_loss(lost_from or {}, lw, total=True)
     udp_keys = {"jitter_ms": "jitter_ms", "lost_packets": "lost_packets",
                 "packets": "packets", "lost_pct": "lost_percent"}
     for key, field in udp_keys.items():
         value = _num(lost_from or {}, field, lw) if udp else None
         out[key] = int(value) if value is not None and key in ("lost_packets", "packets") else value
     out["sent_packets"] = _int(sent, "packets", sw) if udp else None
+    lost_key = None if lost_from is None else lw[len("end."):]
+    found = reconcile(out, sums, parts or {}, udp, sent_key, lost_key)
+    if warnings is not None:
+        warnings += found
     return out
 
 
@@ -310,9 +323,11 @@ def _parse_document(doc: Dict[str, Any], found: int, error: Optional[str],
     streams = _int(test, "num_streams", "start.test_start") or len(connected)
     summary: Dict[str, Any] = {"protocol": protocol, "streams": streams, "reverse": reverse,
                                "version": version}
-    summary.update(_totals(sums, protocol == "UDP", interrupted=error is not None))
-    # iperf3 3.12 does not say "bidir" in test_start; its end totals show it
     bidir = bool(_flag(test, "bidir", "start.test_start")) or "sum_sent_bidir_reverse" in sums
+    warnings: List[str] = []
+    parts = stream_sums(_obj(doc.get("end"), "end"), protocol == "UDP", bidir)
+    summary.update(_totals(sums, protocol == "UDP", error is not None, parts, warnings))
+    # iperf3 3.12 does not say "bidir" in test_start; its end totals show it
     summary.update(
         bidir=bidir,
         reverse_sender_mbps=(_mbps(sums.get("sum_sent_bidir_reverse", {}),
@@ -327,5 +342,6 @@ def _parse_document(doc: Dict[str, Any], found: int, error: Optional[str],
             "text" if "server_output_text" in doc else None),
         json_objects=found,
         duplicate_intervals_dropped=dropped,
+        warnings=warnings,
     )
-    return Parsed(tool=TOOL, rows=rows, summary=summary, raw=text)
+    return Parsed(tool=TOOL, rows=rows, summary=summary, raw=text, warnings=tuple(warnings))

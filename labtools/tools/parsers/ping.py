@@ -40,8 +40,16 @@ Summary keys:
   text is refused) unless ping printed no per-packet lines (``quiet``).
 - ``duplicates``, ``corrupted`` (int): as ping counted them (0 when it printed none).
 - ``errors`` (int): ping's ``+N errors``; where ping prints no such count, the error rows.
-- ``loss_pct`` (float): packet loss, percent, as printed; ``time_ms`` (float): iputils'
-  own run time, ms (None elsewhere).
+- ``loss_pct`` (float): packet loss, percent, from the counts: ``100 * (transmitted -
+  received) / transmitted`` (duplicates apart: ``received`` never counts them); None when
+  nothing was transmitted or the counts are out of range (more received than sent).
+  ``printed_loss_pct`` (float): the figure ping printed (None when it printed none): ping
+  truncates it (iputils before 2019 and busybox to whole percent: 1688 sent and 1553
+  received print ``7%``, the counts give 7.998), BSD rounds it to 0.1. ``time_ms``
+  (float): iputils' own run time, ms (None elsewhere).
+- ``warnings`` (list of str): where the statistics disagree with themselves (a printed
+  loss further from the counts' than its last printed digit, more received than sent);
+  the same sentences as :attr:`~labtools.tools.parsers.base.Parsed.warnings`.
 - ``min_ms``, ``avg_ms``, ``max_ms`` (float or None): the ``rtt``/``round-trip`` line;
   ``mdev_ms``: its fourth number (None for busybox). None when no reply came back.
 - ``timeouts`` (int): timeout rows. ``error_messages`` (list of str): distinct error texts.
@@ -52,7 +60,7 @@ Summary keys:
   (``-q``, ``-f``); the table is then empty.
 - ``complete`` (bool): False when the statistics lines are missing (ping was killed); the
   rows are kept, every statistics key is None and ``errors`` counts the error rows. The
-  parser never computes statistics ping did not print.
+  parser computes no statistic ping did not print but the loss, from ping's own counts.
 
 Output without a ``PING`` header and without any per-packet line (empty text, an unknown
 host, another tool's output) raises :class:`~labtools.errors.ParseError` (tool ``ping``).
@@ -250,7 +258,7 @@ def _statistics(run: _Run) -> Dict[str, Any]:
     """The statistics keys of the summary (all None when the lines are missing)."""
     stats: Dict[str, Any] = dict.fromkeys(
         ["transmitted", "received", "duplicates", "corrupted", "errors", "loss_pct",
-         "time_ms", "min_ms", "avg_ms", "max_ms", "mdev_ms"])
+         "printed_loss_pct", "time_ms", "min_ms", "avg_ms", "max_ms", "mdev_ms"])
     stats["complete"] = bool(run.counts)
     if run.counts:
         m = run.counts[-1]
@@ -259,13 +267,46 @@ def _statistics(run: _Run) -> Dict[str, Any]:
         stats.update(transmitted=int(m["tx"]), received=int(m["rx"]),
                      duplicates=extras.get("duplicates", 0),
                      corrupted=extras.get("corrupted", 0), errors=extras.get("errors"),
-                     loss_pct=float(m["loss"]) if m["loss"] else None,
+                     printed_loss_pct=float(m["loss"]) if m["loss"] else None,
                      time_ms=float(m["time"]) if m["time"] else None)
+        stats["loss_pct"] = loss_from_counts(stats["transmitted"], stats["received"])
     if run.rtt is not None and run.counts:
         r = run.rtt
         stats.update(min_ms=float(r["min"]), avg_ms=float(r["avg"]), max_ms=float(r["max"]),
                      mdev_ms=float(r["mdev"]) if r["mdev"] else None)
     return stats
+
+
+def loss_from_counts(transmitted: int, received: int) -> Optional[float]:
+    """Packet loss (%) from ping's counts (``received`` without duplicates); None when
+    nothing was sent or more was received than sent."""
+    if transmitted <= 0 or received > transmitted:
+        return None
+    return 100.0 * (transmitted - received) / transmitted
+
+
+def _printed_step(printed: str) -> float:
+    """How far a printed percentage may be from the exact one: one unit of its last digit
+    (ping truncates or rounds it there); for ``%g``'s exponent form, of its mantissa."""
+    mantissa, _, exponent = printed.lower().partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    return 10.0 ** (int(exponent or 0) - decimals)
+
+
+def _disagreements(summary: Dict[str, Any], run: _Run) -> List[str]:
+    """Where ping's statistics line disagrees with itself (module docstring)."""
+    if not run.counts:
+        return []
+    tx, rx = summary["transmitted"], summary["received"]
+    if rx > tx:
+        return [f"ping counts {rx} replies of {tx} packets transmitted: no loss can be read "
+                "from such counts"]
+    printed, computed = run.counts[-1]["loss"], summary["loss_pct"]
+    if printed and computed is not None and \
+            abs(float(printed) - computed) >= _printed_step(printed) * (1 + 1e-9):
+        return [f"ping printed {printed}% packet loss, but its counts ({tx} transmitted, "
+                f"{rx} received) give {computed:.3g}%; the counts' figure is used"]
+    return []
 
 
 def _check_counts(summary: Dict[str, Any], rows: List[Dict[str, Any]], run: _Run) -> None:
@@ -312,4 +353,7 @@ def parse(text: str) -> Parsed:
     summary["unparsed_sample"] = run.unparsed[:UNPARSED_KEPT]
     summary["quiet"] = bool(summary["complete"] and not run.rows and summary["received"])
     _check_counts(summary, run.rows, run)
-    return Parsed(tool=TOOL, rows=Rows.of(COLUMNS, DTYPES, run.rows), summary=summary, raw=text)
+    warnings = _disagreements(summary, run)
+    summary["warnings"] = warnings
+    return Parsed(tool=TOOL, rows=Rows.of(COLUMNS, DTYPES, run.rows), summary=summary, raw=text,
+                  warnings=tuple(warnings))
