@@ -4,9 +4,10 @@ student can read (no answer in a visible check, hidden tests instead), what is g
 solution notebook executed top to bottom on a real network.
 
 The unit part reads the committed files only. The network part copies each solution into a
-temporary folder (so its results store lands there), runs it with ``LABTOOLS_QUICK=1`` (the
-short durations CI uses) and checks that every grading cell passed, that the measurements
-were saved and that nothing was left behind. Under software emulation a rendered figure
+temporary folder (so its results store lands there), with a last cell that stops the network
+as a student does when done (a notebook leaves it up for its measurement panel), runs it
+with ``LABTOOLS_QUICK=1`` (the short durations CI uses) and checks that every grading cell
+passed, that the measurements were saved and that nothing was left behind. Under software emulation a rendered figure
 costs tens of seconds, so the kernel draws with matplotlib's non-interactive Agg backend
 (every plotting call runs, no PNG is rendered; tests/test_plots.py renders them), and the
 font cache is kept in ``.cache/matplotlib`` so that it is built once, not per VM boot. The
@@ -19,7 +20,6 @@ tests/test_vm_kernel.py and the browser tests.
 from __future__ import annotations
 
 import re
-import shutil
 import time
 from pathlib import Path
 from typing import Any, Dict, List
@@ -187,6 +187,31 @@ def test_every_written_answer_has_a_rubric_for_the_grader(solution):
         assert int(rubric.group(1)) == _nbgrader(cell)["points"], (name, cell.id)
 
 
+def _asked(cell: Any) -> List[str]:
+    """The numbers of the written questions a markdown cell asks (``**Q3.**``)."""
+    if cell.cell_type != "markdown" or _nbgrader(cell):
+        return []
+    return re.findall(r"\*\*Q(\d+)\.\*\*", cell.source)
+
+
+@pytest.mark.parametrize("name", LABS)
+def test_every_question_has_its_values_printed_right_above_it(name):
+    """A written question that takes values of the student's network (rates, delays, queue
+    limits: labtools.judge.question_givens) has the cell that prints them from the student's
+    own network directly above it; a question that takes none has no such cell."""
+    from labtools.judge.question_givens import givens, kit_topology, question_topology
+
+    cells = _read(SOLUTIONS / name).cells
+    asked = [(above, f"{name[:2]}-Q{n}") for above, cell in zip(cells, cells[1:])
+             for n in _asked(cell)]
+    assert asked, name
+    for above, question in asked:
+        given = givens(question, kit_topology(question_topology(question)))
+        shown = above.cell_type == "code" and \
+            f'show_question_values(lab, "{question}")' in above.source
+        assert shown == bool(given), (name, question, sorted(given))
+
+
 def test_every_notebook_says_how_long_it_takes(solution):
     name, nb = solution
     intro = nb.cells[0].source
@@ -287,7 +312,11 @@ def test_solution_runs_top_to_bottom_on_a_real_network(name, tmp_path, monkeypat
     folder = tmp_path / "solutions"
     folder.mkdir()
     path = folder / name
-    shutil.copy(SOLUTIONS / name, path)
+    # then what a student does when done: a lab's network outlives "Run All" (the panel
+    # measures on it) until its kernel shuts down, and a forked kernel exits without atexit
+    nb = _read(SOLUTIONS / name)
+    nb.cells.append(nbformat.v4.new_code_cell("lab.stop()", metadata={"timeout": 300}))
+    nbformat.write(nb, str(path))
     before = _leftovers()
     start = time.monotonic()
     executed = notebooks.execute(path, cwd=folder, forked=True)
@@ -399,11 +428,14 @@ def test_measured_checks_read_the_measurement_before_the_students_answer(solutio
             measured |= stored - {"lab", "topo"}
 
 
-#: the measurements labs 1-3 draw their conclusions from (the start of each call)
+#: the measurements labs 1-3 draw their conclusions from (the start of each call): lab 1's
+#: UDP runs and its capacity search's steps, lab 2's links, lab 3's paths and window test
 CONCLUDED_FROM = {
-    "01-udp-bandwidth-probing.ipynb": ["probes.iperf_udp(lab, src, dst, RATE_MBPS"],
+    "01-udp-bandwidth-probing.ipynb": ["probes.iperf_udp(lab, src, dst, RATE_MBPS",
+                                       'probes.iperf_udp(lab, "h1", "h4", rate_mbps'],
     "02-link-latency-throughput.ipynb": ["probes.iperf3(lab, a, b", "probes.simpleperf(lab, a, b"],
-    "03-path-latency-throughput.ipynb": ["probes.iperf3(lab, src, dst"],
+    "03-path-latency-throughput.ipynb": ["probes.iperf3(lab, src, dst",
+                                         'probes.iperf3(lab, "h1", "h9", window_bytes'],
 }
 
 
