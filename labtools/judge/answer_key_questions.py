@@ -373,7 +373,9 @@ def q02_2(topo: Topology) -> QuestionKey:
     return _words("02-Q2", topo,
                   "The sender counts writes into its socket buffer, accepted at "
                   "memory speed until the buffer is full; that data has not crossed the "
-                  "link yet.")
+                  "link yet. Where the student's intervals show no overshoot, the same "
+                  "explanation with a reason it did not show (slow start still growing in "
+                  "the first interval, a buffer that starts small) earns the point.")
 
 
 def l2_idles_after_cut(link: Link) -> Tuple[float, float, float, bool]:
@@ -409,8 +411,11 @@ def q02_3(topo: Topology) -> QuestionKey:
         "02-Q3", givens("02-Q3", topo),
         {"goodput_ceiling_mbps": ceiling, "headers_pct": 100 * (1 - ceiling / rate),
          "window_top_pkts": top, "window_after_cut_pkts": after, "bdp_pkts": bdp},
-        f"Headers: 1448 of every 1514 bytes, so a full L2 delivers {rate:g} × 1448/1514 ≈ "
-        f"{_mb(ceiling)} of payload ({100 * (1 - ceiling / rate):.1f} % below). The window at "
+        f"(a) Headers: 1448 of every 1514 bytes, so a full L2 delivers {rate:g} × 1448/1514 "
+        f"≈ {_mb(ceiling)} of payload ({100 * (1 - ceiling / rate):.1f} % below), set against "
+        "the student's measured gap. (b) The rest: the machine (the calibration's late "
+        "timers and forwarding limit, a verdict's reason), or the runs' spread where it is "
+        "within their range; and the window cut. The window at "
         f"the top is L2's full queue ({l2.queue_pkts} packets, those serving the "
         f"{l2.delay_ms:g} ms delay included) plus the packets on the way back "
         f"({top - (l2.queue_pkts or 0):.0f}): about {top:.0f}. {verdict} The drops in `tc` "
@@ -443,7 +448,10 @@ def q03_2(topo: Topology) -> QuestionKey:
     """The window asked for, the window granted."""
     return _words("03-Q2", topo,
                   "The measured rate follows window / RTT of the window the kernel "
-                  "granted (snd_wnd), at or a little below it. -w only sets the socket "
+                  "granted (snd_wnd), at or a little below it; where the asked and the "
+                  "granted window's rates are closer together than the runs' range (1.5 % "
+                  "apart in the lab VM), \"my runs cannot tell them apart\" is the right "
+                  "conclusion. -w only sets the socket "
                   "buffers: Linux doubles them, keeps a share for bookkeeping and advertises "
                   "the rest, depending on the kernel version. Below window / RTT: a longer "
                   "RTT (ss's rtt:), sndbuf_limited, or slow start.")
