@@ -162,7 +162,8 @@ def test_nothing_is_written_through_a_link(tmp_path):
 def test_a_link_in_the_kits_tree_is_not_followed(tmp_path):
     root = tmp_path / "kit"
     (root / "notebooks").mkdir(parents=True)
-    (root / "pyproject.toml").write_text(student_edition.PACKAGE_DATA + "\n")
+    (root / "pyproject.toml").write_text(student_edition.SETUPTOOLS_TABLE
+                                         + student_edition.PACKAGE_DATA + "\n")
     secret = tmp_path / "secret.ipynb"
     secret.write_text("{}")
     (root / "notebooks" / "00.ipynb").write_text("{}")
@@ -229,3 +230,58 @@ def test_every_module_of_the_edition_imports_but_the_replaced_ones_refuse(editio
               outcomes[n]]
     assert not broken, broken  # nothing missing (a module the edition left behind)
     assert len(outcomes) > 100 and outcomes["labtools.results.store"].startswith("ok")
+
+
+def _readme_links(text: str) -> list:
+    """The relative targets of the Markdown links in ``text`` (no URL, no anchor)."""
+    import re
+
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
+    return [t for t in targets if "://" not in t and not t.startswith("mailto:")]
+
+
+def test_the_editions_readme_shows_only_what_the_edition_holds(edition):
+    """The edition's README links only to files the edition has, offers only its own
+    Makefile's targets (no `make test`), and speaks of no folder it leaves out."""
+    import re
+
+    readme = (edition / "README.md").read_text(encoding="utf-8")
+    assert readme == (ROOT / "deploy" / "edition" / "README.md").read_text(encoding="utf-8")
+    links = _readme_links(readme)
+    assert links and all((edition / link).exists() for link in links), links
+    targets = set(re.findall(r"^([a-z-]+):", (edition / "Makefile").read_text(), re.M))
+    offered = set(re.findall(r"`make ([a-z-]+)", readme))
+    assert offered and offered <= targets, offered - targets
+    for absent in ("solutions/", "tests/", "make test", "instructors.md", "developers.md",
+                   "course-server.md", "BENCHMARKS.md"):
+        assert absent not in readme, absent
+    # the students' page's link to the reference topology still lands
+    assert "## The reference topology" in readme
+    assert "../README.md#the-reference-topology" in (edition / "docs" / "students.md").read_text()
+
+
+def test_the_editions_lab_loads_no_nbgrader_extension(edition):
+    """The edition installs no nbgrader (the `lab` extra only): its student server's config
+    enables no extension that imports it, so `make lab` logs no "[E] ... No module named
+    'nbgrader'" (the deferred loader is off, nbgrader's own extensions stay off)."""
+    import json
+
+    config = json.loads((edition / student_edition.SERVER_CONFIG).read_text())
+    enabled = [name for name, on in config["ServerApp"]["jpserver_extensions"].items() if on]
+    assert student_edition.DEFERRED_EXTENSIONS not in enabled
+    assert not [name for name in enabled if name.startswith("nbgrader")]
+    assert "DeferredExtensions" not in config
+    kit = json.loads((ROOT / student_edition.SERVER_CONFIG).read_text())
+    assert kit["ServerApp"]["jpserver_extensions"][student_edition.DEFERRED_EXTENSIONS]
+    assert "nbgrader" not in (edition / "pyproject.toml").read_text().split("[project.optional-dependencies]")[1].split("dev =")[0]
+
+
+def test_the_editions_editable_install_is_a_plain_path_entry(edition):
+    """`pip install -e` of the edition (scripts/setup.sh) puts its folder on the path: the
+    package sits at the top of the folder and pyproject.toml says so, so setuptools does
+    not install an import finder with its warning block."""
+    pyproject = (edition / "pyproject.toml").read_text()
+    assert student_edition.EDITION_SETUPTOOLS_TABLE in pyproject
+    assert 'package-dir = {"" = "."}' in pyproject and (edition / "labtools" / "__init__.py").is_file()
+    with pytest.raises(InputError, match="out of date"):
+        student_edition.installable(student_edition.PACKAGE_DATA)  # no setuptools table

@@ -209,18 +209,25 @@ def test_a_wrong_answer_loses_exactly_its_cells_points_and_gets_its_explanation(
                        course)
     html = (course / "feedback" / "student2" / ASSIGNMENT /
             "00-getting-started.html").read_text()
-    answers = next(t for t in html.split("<table")[1:] if "you gave the one-way delay" in t)
-    rows = {re.findall(r"<td>(.*?)</td>", r)[0]: re.findall(r"<td>(.*?)</td>", r)
-            for r in answers.split("</table>")[0].split("<tr")[2:]}
+    # the answers' feedback: one sentence per answer, no table of NaN and False
+    answers = next(t for t in html.split("<ul")[1:] if "you gave the one-way delay" in t)
+    lines = re.findall(r"<li>(.*?)</li>", answers.split("</ul>")[0])
+    from labtools.judge.exercises import question_text
     from labtools.model.catalog import load_topology
     from labtools.model.expect import expect_pair
 
     pair = expect_pair(load_topology("portfolio,variant=student1"), "h1", "h4")
-    # columns: question, answer, expected, correct, message, on_record, record
-    assert rows["bottleneck_mbps h1 h4"][2] == "NaN"  # a wrong answer: no number, not measured
-    assert rows["bottleneck_mbps h1 h4"][3] == "False"
-    assert rows["rtt_ms h1 h4"][3] == "False"  # wrong; lab 0 measured that RTT, so its
-    assert float(rows["rtt_ms h1 h4"][2]) == pair.rtt_ms  # number is no secret (the verdict)
+    said = {q: next(line for line in lines if question_text(q) in line)
+            for q in ("bottleneck_mbps h1 h4", "rtt_ms h1 h4")}
+    for line in said.values():
+        assert line.startswith("✗ ") and "not right yet" in line and "NaN" not in line
+    assert "value:" not in said["bottleneck_mbps h1 h4"]  # wrong, not measured: no number
+    # wrong, but lab 0 measured that RTT, so its number is no secret (the verdict shows it)
+    assert said["rtt_ms h1 h4"].endswith(f"The kit's value: {pair.rtt_ms:.10g}.")
+    check = next(c for c in wrong["notebooks"]["00-getting-started.ipynb"].cells
+                 if c.get("id") == "compute-check")
+    failed = next(o for o in check.outputs if o.get("output_type") == "error")
+    assert failed["traceback"] == [f"AssertionError: {failed['evalue']}"]  # one line
 
 
 def test_a_missing_results_file_loses_exactly_the_measured_checks(full, graded):

@@ -14,6 +14,7 @@ form inside one folder; the loop check covers the whole package anyway.
 from __future__ import annotations
 
 import ast
+import re
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
@@ -122,6 +123,31 @@ def test_only_the_network_module_imports_mininet(module, path):
     uses = [t for t in imports(path, module) if t == "mininet" or t.startswith("mininet.")]
     rel = str(path.relative_to(PACKAGE.parent))
     assert not uses or rel == MININET_MODULE, f"{rel} imports {uses}"
+
+
+#: SQL a module outside the results layer must not hold: the store owns its queries
+SQL = re.compile(r"\b(SELECT|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM)\b")
+
+
+def sql_in(path: Path) -> List[str]:
+    """The string literals of ``path`` that hold SQL."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [node.value for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and SQL.search(node.value)]
+
+
+@pytest.mark.parametrize("module, path", ALL, ids=[m for m, _ in ALL])
+def test_only_the_results_layer_holds_sql(module, path):
+    if layer_of(module) == "results":
+        return
+    assert not sql_in(path), f"{module} queries the store itself: {sql_in(path)}"
+
+
+def test_the_sql_check_sees_a_query(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("rows = store.query('SELECT id FROM runs WHERE \"case\" = ?')\n")
+    assert sql_in(probe) == ['SELECT id FROM runs WHERE "case" = ?']
 
 
 def test_no_modules_import_each_other_in_a_loop():

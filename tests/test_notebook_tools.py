@@ -376,3 +376,66 @@ class _Config:
 
     def __setattr__(self, name: str, value: object) -> None:
         self._seen[f"{self._prefix}{name}"] = value
+
+
+def test_describe_shows_the_students_own_links_and_nothing_computed_from_them(monkeypatch):
+    """Before the first compute-it-first check, ``describe(lab)`` prints every shaped link
+    of the student's network (their variant): its name, the nodes it joins, rate, one-way
+    delay and queue limit. With expected values hidden nothing computed from them is there
+    (no RTT, bottleneck, goodput ceiling or BDP of a pair)."""
+    import re
+    from types import SimpleNamespace
+
+    from labtools import settings
+    from labtools.judge.machine import MachineProfile
+    from labtools.model.catalog import load_topology
+    from labtools.model.expect import expect_pair
+    from labtools.teach.notebook import describe
+
+    monkeypatch.setenv("LABTOOLS_MODE", "student")
+    monkeypatch.delenv("LABTOOLS_SHOW_ANSWERS", raising=False)
+    assert settings.current().answers_hidden
+    topo = load_topology("portfolio,variant=s0042")
+    text = describe(SimpleNamespace(topo=topo, machine=MachineProfile(0.05, 0.4, 120.0)))
+    lines = text.splitlines()
+    assert "variant s0042" in text
+    shaped = [link for link in topo.links if link.shaped]
+    givens = set()
+    for link in shaped:
+        row = next(line for line in lines if line.split()[:2] == [link.label, f"{link.a}-{link.b}"])
+        assert row.split()[2:] == [f"{link.bw_mbps:g}", f"{link.delay_ms:g}", str(link.queue_pkts)]
+        givens |= set(row.split()[2:])
+    table = [line for line in lines if line.split()[:1] in ([lk.label] for lk in shaped)]
+    assert {n for row in table for n in re.findall(r"(?<![A-Za-z\d.])\d+(?:\.\d+)?", row)} == givens
+    computed = set()
+    for a, b in [("h1", "h4"), ("h1", "h9"), ("h7", "h9"), ("r1", "r2"), ("r2", "r3"), ("r3", "r4")]:
+        e = expect_pair(topo, a, b)
+        computed |= {f"{v:g}" for v in (e.rtt_ms, e.tcp_goodput_ceiling_mbps, e.bdp_bytes,
+                                         e.max_rtt_ms) if v is not None}
+        computed |= {f"{v:.2f}" for v in (e.tcp_goodput_ceiling_mbps,) if v is not None}
+    shown = set(re.findall(r"\d+(?:\.\d+)?", text))
+    assert not (computed - givens) & shown, (computed - givens) & shown
+
+
+def test_a_labs_tables_show_a_verdicts_reason_whole(tmp_path, monkeypatch):
+    """pandas cuts a table's text at 50 characters: from ``open_lab`` on, a verdict's
+    reason (a sentence the student must read to its end) is shown whole."""
+    import pandas as pd
+
+    from labtools.judge.verdicts import Verdict
+    from labtools.teach.notebook import open_lab, verdict_table
+
+    class Run:
+        src, dst, tool = "r1", "r2", "iperf3"
+        verdicts = [Verdict("receiver_rate", 38.26, 29.84, "Mbit/s", "ok", "78% of the "
+                            "expected 38.26 Mbit/s (29.84 measured): this machine forwarded at "
+                            "most 33.0 Mbit/s when calibrated")]
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    reason = Run.verdicts[0].reason
+    with pd.option_context("display.max_colwidth", 50):
+        assert reason not in verdict_table(Run())._repr_html_()  # pandas' default: cut
+        open_lab("link")  # not started: nothing runs
+        table = verdict_table(Run())[["metric", "verdict", "reason"]]
+        assert reason in table._repr_html_() and reason in table.to_string()

@@ -199,3 +199,58 @@ def test_a_tampered_call_is_a_store_error_naming_its_row(tmp_path):
         con.execute("UPDATE runs SET call_json = '{not json' WHERE id = 1")
     with pytest.raises(StoreError, match=r"runs row 1: call_json"):
         measured_calls(ResultStore(copy, create=False), "intro")
+
+
+def test_the_feedback_reads_as_one_sentence_per_answer(tmp_path, monkeypatch):
+    """What a student reads under a check: one whole sentence per answer (what was asked,
+    the answer, right or not and why; for a right one, where its record stands), then how
+    many are right; no table, no NaN, no False. A wrong answer's number stays hidden in
+    graded work and shows in self-study."""
+    from labtools.judge.exercises import question_text
+    from labtools.teach.predict_first import AnswerFeedback, feedback_lines
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LABTOOLS_SHOW_ANSWERS", raising=False)
+    monkeypatch.setenv("LABTOOLS_MODE", "student")
+    lab = LabSession("portfolio,variant=s0042", results=tmp_path / "results" / "labtools.sqlite",
+                     case="link", calibrate=False)  # not started: no network needed
+    one_way, l2 = lab.topo.link("L1").delay_ms, lab.topo.link("L2").delay_ms
+    feedback = notebook.grade_answers(lab, {"rtt_ms r1 r2": one_way, "rtt_ms r2 r3": 2 * l2,
+                                            "rtt_ms r3 r4": None})
+    assert isinstance(feedback, AnswerFeedback) and not feedback["correct"].all()
+    lines = repr(feedback).splitlines()
+    assert lines == feedback_lines(feedback) and len(lines) == 4
+    wrong, right, empty, total = lines
+    assert wrong.startswith(f"✗ {question_text('rtt_ms r1 r2')}: you answered {one_way:g}: "
+                            "not right yet: you gave the one-way delay")
+    assert "kit's value" not in wrong and f"{2 * one_way:g}" not in wrong
+    assert right.startswith(f"✓ {question_text('rtt_ms r2 r3')}: you answered {2 * l2:g}: right")
+    assert "on record as a prediction" in right and "not measured yet" in right
+    assert empty == f"✗ {question_text('rtt_ms r3 r4')}: no answer yet."
+    assert total == "1 of 3 answers right: read the sentences above."
+    page = feedback._repr_html_()
+    for said in (repr(feedback), page):
+        assert "NaN" not in said and "False" not in said and "<table" not in said
+    assert page.count("<li>") == 4
+    monkeypatch.setenv("LABTOOLS_SHOW_ANSWERS", "1")  # self-study: the kit's value too
+    monkeypatch.delenv("LABTOOLS_MODE")
+    shown = feedback_lines(notebook.grade_answers(lab, {"rtt_ms r1 r2": one_way}))
+    assert shown[0].endswith(f"The kit's value: {2 * one_way:g}.") and len(shown) == 2
+
+
+def test_a_right_answer_after_its_measurement_says_it_is_no_prediction():
+    """A right answer checked only after its measurement: the sentence says so."""
+    import pandas as pd
+
+    from labtools.teach.predict_first import feedback_lines
+
+    table = pd.DataFrame([{"question": "rtt_ms r2 r3", "answer": 38.0, "expected": 38.0,
+                           "correct": True, "message": "correct: 38 ms", "on_record": False,
+                           "record": "rtt_ms r2 r3: the first right answer (2026-01-01 "
+                                     "10:05:00 UTC) came after the measurement (2026-01-01 "
+                                     "10:00:00 UTC): predict first"}])
+    line, total = feedback_lines(table)
+    assert line == ("✓ RTT r2 → r3 (ms): you answered 38: right, but it does not count as a "
+                    "prediction: the first right answer (2026-01-01 10:05:00 UTC) came after "
+                    "the measurement (2026-01-01 10:00:00 UTC): predict first.")
+    assert total == "The answer is right."

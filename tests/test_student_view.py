@@ -69,6 +69,68 @@ def test_a_kit_error_is_its_one_line_and_still_fails_the_cell():
     assert determine_grade(mine) == (0, 1.0)
 
 
+def test_a_wrong_answer_ends_its_check_with_one_line_and_no_traceback(tmp_path):
+    """A graded check cell as the labs have it (the answers' feedback displayed, then an
+    ``assert`` on it), run in a real kernel: the feedback reads as sentences (no table, no
+    NaN, no False), the failed ``assert`` shows its one line with the traceback folded,
+    the cell still fails for nbclient and gets no points from nbgrader; the kit's own
+    failed check (``assert_predicted_first``) too. An ``assert`` inside another module (the
+    student's own program) keeps its whole traceback."""
+    from nbclient import NotebookClient
+    from nbgrader.utils import determine_grade
+
+    (tmp_path / "mine.py").write_text("def helper():\n    assert 1 + 1 == 3, 'my own bug'\n")
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "import os\nos.environ.pop('LABTOOLS_SHOW_ANSWERS', None)\n"
+            "os.environ['LABTOOLS_MODE'] = 'student'\n"
+            "from IPython.display import display\n"
+            "from labtools.teach.notebook import assert_predicted_first, grade_answers, open_lab\n"
+            "lab = open_lab('link')\ntopo = lab.topo", id="setup"),
+        _graded('feedback = grade_answers(lab, {"rtt_ms r1 r2": topo.link("L1").delay_ms,\n'
+                '                               "rtt_ms r2 r3": 2 * topo.link("L2").delay_ms})\n'
+                "display(feedback)\n"
+                'assert feedback["correct"].all(), "not all answers are right yet: read the '
+                'messages above"', "check"),
+        _graded("assert_predicted_first(feedback)", "hidden"),
+        _graded("from mine import helper\nhelper()", "mine"),
+        _graded("x = 1\nassert x == 2", "bare"),
+    ]
+    failed = []
+    client = NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
+                            resources={"metadata": {"path": str(tmp_path)}},
+                            on_cell_error=lambda cell, cell_index, execute_reply:
+                            failed.append(cell.id))
+    client.execute()
+    setup, check, hidden, mine, bare = nb.cells
+    assert not [o for o in setup.outputs if o["output_type"] == "error"], setup.outputs
+    assert failed == ["check", "hidden", "mine", "bare"]
+
+    shown = [o for o in check.outputs if o["output_type"] == "display_data"][0]["data"]
+    text, page = shown["text/plain"], shown["text/html"]
+    for said in (text, page):
+        assert "not right yet" in said and "you answered" in said and "RTT r1 → r2 (ms)" in said
+        assert "NaN" not in said and "False" not in said and "on_record" not in said
+    assert "<table" not in page and "no right answer on record" not in text
+    assert len(text.splitlines()) == 3  # one sentence per answer, then how many are right
+    error = [o for o in check.outputs if o["output_type"] == "error"]
+    assert len(error) == 1 and error[0]["ename"] == "AssertionError"
+    assert error[0]["traceback"] == ["AssertionError: not all answers are right yet: read the "
+                                     "messages above"]
+    assert determine_grade(check) == (0, 1.0)
+
+    late = [o for o in hidden.outputs if o["output_type"] == "error"][0]
+    assert len(late["traceback"]) == 1 and "no right answer on record" in late["traceback"][0]
+    assert determine_grade(hidden) == (0, 1.0)
+    bare_error = [o for o in bare.outputs if o["output_type"] == "error"][0]
+    assert bare_error["traceback"] == ["AssertionError: assert x == 2"]
+    mine_error = [o for o in mine.outputs if o["output_type"] == "error"][0]
+    assert len(mine_error["traceback"]) > 1 and "my own bug" in "".join(mine_error["traceback"])
+
+
 def test_a_kit_error_outside_a_notebook_is_left_alone():
     from labtools.teach import kit_errors
 

@@ -3,6 +3,8 @@ sharing, and what a calibrated machine changes. Thresholds come from the policy 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from labtools.errors import InputError
@@ -175,8 +177,9 @@ def test_verdict_rows_round_trip_and_order():
 
 def test_an_rtt_above_what_the_links_can_produce_is_suspicious_without_blame():
     """The reference student: h1-h4 samples of 153 ms where every full queue on the way
-    allows at most about 90.7 ms. Without evidence about the machine the verdict says what
-    is known, and blames nobody."""
+    gives about 90.7 ms in the steady state. Without evidence about the machine the verdict
+    says what is known, and blames nobody; it calls the figure the steady state's (a burst
+    onto an idle link can exceed it), never a bound nothing in the links can pass."""
     from labtools.model.catalog import load_topology
 
     e = expect.expect_pair(load_topology("portfolio"), "h1", "h4")
@@ -185,9 +188,12 @@ def test_an_rtt_above_what_the_links_can_produce_is_suspicious_without_blame():
     assert "even with the 1.2 ms this machine adds (calibrated)" in row.reason
     uncalibrated = verdicts.rtt_bound_verdict(153.4, e.max_rtt_ms)
     assert "not calibrated" in uncalibrated.reason
+    for said in (row.reason, uncalibrated.reason):
+        assert "worst RTT of the steady state" in said and "a burst onto an idle link" in said
+        assert "nothing in the links" not in said and "bound" not in said
     assert verdicts.rtt_bound_verdict(89.0, e.max_rtt_ms).verdict == "ok"
     none = verdicts.rtt_bound_verdict(500.0, None, unbounded=("L9",))
-    assert none.verdict == "ok" and "no bound: L9 has no queue limit" in none.reason
+    assert none.verdict == "ok" and "no worst RTT: L9 has no queue limit" in none.reason
     # the machine could not drive the load's link at its rate: inconclusive, with the numbers
     short = verdicts.rtt_bound_verdict(153.4, e.max_rtt_ms, 1.2, short_load="the load ...")
     assert short.verdict == "inconclusive" and "153.4" in short.reason
@@ -251,6 +257,11 @@ def test_tcp_above_the_loss_limited_estimate_is_not_invalid():
     assert above.verdict == "ok" and above.expected == LOSSY_ESTIMATE
     assert "above the loss-limited estimate 7.09" in above.reason
     assert "CUBIC may exceed it" in above.reason and "within the 19.13" in above.reason
+    # the issue's case: 19.50 is above the 19.13 the path carries, by less than the
+    # tolerance of a measured rate: ok, but never "within" it
+    close = verdicts.loss_limited_verdict(19.50, LOSSY_ESTIMATE, LOSSY_CEILING)
+    assert close.verdict == "ok" and "within" not in close.reason
+    assert "1.9% above the 19.13 the path carries" in close.reason
     impossible = verdicts.loss_limited_verdict(20.0, LOSSY_ESTIMATE, LOSSY_CEILING)
     assert impossible.verdict == "invalid" and impossible.expected == LOSSY_CEILING
     # near the estimate: judged against it like any expectation
@@ -260,6 +271,34 @@ def test_tcp_above_the_loss_limited_estimate_is_not_invalid():
     # no link limits the rate: above the estimate is still no more than a note
     free = verdicts.loss_limited_verdict(50.0, LOSSY_ESTIMATE, None)
     assert free.verdict == "ok" and "no link limits the path" in free.reason
+
+
+
+
+def _rows_at(ratio: float) -> list:
+    """A verdict of each kind that names a figure, with the measured value ``ratio`` x it."""
+    rtt = 90.66
+    return [
+        verdicts.loss_limited_verdict(ratio * LOSSY_CEILING, LOSSY_ESTIMATE, LOSSY_CEILING),
+        verdicts.rate_verdict(ratio * LOSSY_CEILING, LOSSY_CEILING),
+        verdicts.total_verdict(ratio * LOSSY_CEILING, LOSSY_CEILING, LOSSY_CEILING, None),
+        verdicts.window_verdict(ratio * LOSSY_CEILING, LOSSY_CEILING),
+        verdicts.share_verdict("a1-b1", ratio * LOSSY_CEILING, LOSSY_CEILING,
+                               2 * LOSSY_CEILING, True),
+        verdicts.rtt_bound_verdict(ratio * rtt, rtt),
+        verdicts.rtt_bound_verdict(ratio * rtt, rtt, machine_ms=1.2, late_allowance_ms=3.0),
+    ]
+
+
+@pytest.mark.parametrize("ratio", [0.5, 0.9, 1.0, 1.001, 1.01, 1.019, 1.02, 1.05, 1.1])
+def test_no_verdict_calls_a_value_above_its_figure_within_it(ratio):
+    """A rate (or the largest RTT) above the figure it is judged against is never "within"
+    it, even where the tolerance makes it ``ok``; at or below it may be."""
+    for row in _rows_at(ratio):
+        for figure in re.findall(r"\bwithin the (\d+(?:\.\d+)?)", row.reason):
+            assert row.measured <= float(figure) + 0.005, row.reason  # as printed, 2 decimals
+        if "within what" in row.reason:  # the figure it judges against, in words
+            assert row.measured <= row.expected, row.reason
 
 
 # --- percentiles say how many replies they rest on ---------------------------------------
@@ -294,3 +333,26 @@ def test_the_median_under_load_says_how_many_replies_it_rests_on():
     assert ok.verdict == "ok" and f"median {model.typical_ms:.1f} ms of 200 replies" in ok.reason
     off = verdicts.loaded_rtt_verdict(100.0, model, replies=1)
     assert off.verdict == "suspicious" and "median 100.0 ms of 1 reply is" in off.reason
+
+
+def test_an_ok_rate_well_below_its_expectation_says_why_it_is_ok():
+    """Lab 2 in a student's browser: iperf3 on L1 at 78 % of its goodput ceiling, judged
+    ok. The reason says why: this machine's calibrated limit, with its number, when the
+    load did not fit in what it forwards; else the tolerance, and that the machine could
+    carry the load (or was not calibrated). Near its expectation: the plain reason."""
+    ceiling = expect.tcp_goodput_ceiling_mbps(40)  # L1 of the reference network
+    measured = 0.78 * ceiling
+    slow = verdicts.rate_verdict(measured, ceiling, machine=SLOW_MACHINE)
+    assert slow.verdict == "ok" and f"{measured:.2f} measured" in slow.reason
+    assert (f"this machine forwarded at most {SLOW_MACHINE.forward_mbps:.1f} Mbit/s when "
+            "calibrated") in slow.reason and f"the {ceiling:.1f} the network had" in slow.reason
+    fast = MachineProfile(0.01, 0.02, 900.0)
+    roomy = verdicts.rate_verdict(measured, ceiling, machine=fast)
+    assert roomy.verdict == "ok" and "900.0 Mbit/s" in roomy.reason
+    assert f"a rate from {policy.RATE_OK_LOW:.0%} of the expected is ok" in roomy.reason
+    assert "not calibrated" in verdicts.rate_verdict(measured, ceiling).reason
+    near = verdicts.rate_verdict(0.97 * ceiling, ceiling, machine=fast)
+    assert near.reason == f"97% of the expected {ceiling:.2f} Mbit/s"
+    # below expectation on a machine that cannot carry the load: always said
+    assert "forwarded at most" in verdicts.rate_verdict(0.97 * ceiling, ceiling,
+                                                        machine=SLOW_MACHINE).reason

@@ -60,6 +60,9 @@ SOLVE_REFUSAL = ("exercises.solve() is not available in a student's lab: the exp
                  "values are what the labs ask you to compute (check your answer with "
                  "exercises.check or the notebook's checks)")
 
+#: the message of a question left unanswered (None)
+NO_ANSWER = "no answer yet"
+
 #: columns of :func:`grade`
 GRADE_COLUMNS = ["question", "answer", "expected", "unit", "correct", "mistake", "message"]
 
@@ -231,7 +234,7 @@ def grade(answers: Mapping[str, Any], topo: Topology,
         row = {"question": question_id, "answer": answer, "expected": _shown(sol.expected),
                "unit": sol.unit}
         if answer is None:
-            row.update(correct=False, mistake="", message="no answer yet")
+            row.update(correct=False, mistake="", message=NO_ANSWER)
         else:
             try:
                 fb = check(name, answer, topo, **kw)

@@ -75,6 +75,20 @@ class MachineProfile:
                 f"percentile, a delayed link measured beside the lab), against {where}: the "
                 "links could not run at their rates")
 
+    def forward_limit(self, load_mbps: float) -> Optional[str]:
+        """Why a rate below expectation may be this machine's doing, not the links': when
+        the network had to carry more (``load_mbps``, Mbit/s) than this machine forwards
+        reliably (:func:`~labtools.judge.policy.fits_machine`), a sentence naming its
+        calibrated limit with its number; None when the load fits."""
+        if policy.fits_machine(load_mbps, self.forward_mbps):
+            return None
+        reliable = policy.CAPACITY_HEADROOM * self.forward_mbps
+        return (f"this machine forwarded at most {self.forward_mbps:.1f} Mbit/s when "
+                f"calibrated ({self.emulation}; {policy.CAPACITY_HEADROOM:.0%} of that, "
+                f"{reliable:.1f}, is what it carries reliably), less than the "
+                f"{load_mbps:.1f} the network had to carry: its CPU, not the links, can hold "
+                "the rate this low")
+
     def added_ms(self, links: Sequence[Link]) -> float:
         """What this machine adds (ms) to a packet crossing ``links`` once each (a
         forward path, or a forward path plus the return path for an RTT)."""

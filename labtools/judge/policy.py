@@ -25,8 +25,8 @@ Percentiles
     it: ``ceil(1 / (1 - p))`` replies (p90 10, p99 100, p99.9 1000), else it is just the
     largest sample. Every percentile reported says how many replies it rests on.
 Loss
-    The loss-limited rate (Mathis et al.) is Reno's estimate: a TCP rate above it but
-    within what the path carries is ``ok`` with a note (CUBIC may exceed it), never
+    The loss-limited rate (Mathis et al.) is Reno's estimate: a TCP rate above it but not
+    more than the path carries is ``ok`` with a note (CUBIC may exceed it), never
     ``invalid``.
 Fairness
     Jain's index of each connection's rate / its max-min fair share, over the connections
@@ -90,6 +90,9 @@ PERCENTILE_REPLIES_BEYOND = 1
 # --- rates -------------------------------------------------------------------------------
 RATE_OK_LOW = 0.70
 RATE_MAX = 1.02
+#: an ``ok`` rate below this share of its expectation says why it is still ok (this
+#: machine's calibrated limit, or the tolerance from ``RATE_OK_LOW``)
+RATE_SHORTFALL_EXPLAINED = 0.90
 
 # --- warm-up -----------------------------------------------------------------------------
 WARMUP_MAX_S = 2.0

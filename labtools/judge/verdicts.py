@@ -18,8 +18,14 @@ Rates
     carry); below, ``suspicious`` when this machine could carry the load and
     ``inconclusive`` when it could not (its calibrated forwarding rate). A sender rate above
     the goodput ceiling gets an ``invalid`` row of its own. On a lossy path the loss-limited
-    rate (Mathis et al.) is an estimate, not a ceiling: TCP above it but within what the
-    path carries is ``ok``, with a note (CUBIC may exceed it).
+    rate (Mathis et al.) is an estimate, not a ceiling: TCP above it is ``ok``, with a note
+    (CUBIC may exceed it), unless it is more than the path carries. A reason calls a rate
+    "within" a figure only when it is not above it.
+Worst RTT
+    The largest sample is compared with the worst RTT of the steady state (a saturated
+    link, every queue on the way full): a burst onto an idle link within one delay can
+    exceed it, so a sample above it is ``suspicious`` (the links in their steady state do
+    not explain it), never ``invalid``.
 UDP
     The received rate is judged against the smaller of the sent rate and the path's UDP
     goodput ceiling; offered clearly more than the path carries, it must lose datagrams.
@@ -148,49 +154,65 @@ def rtt_bound_verdict(largest_ms: Optional[float], max_ms: Optional[float],
                       short_load: Optional[str] = None,
                       late_allowance_ms: float = 0.0) -> Verdict:
     """The largest RTT sample (after the first, which also waits for address resolution)
-    against the worst the links can produce (``max_ms``, with ``full``), plus what this
-    machine adds (``machine_ms`` from its calibration; None: not calibrated).
+    against the worst RTT of the steady state (``max_ms``, with ``full``: a saturated link
+    holds a packet max(delay, drain time)), plus what this machine adds (``machine_ms``
+    from its calibration; None: not calibrated).
 
-    A sample above it is ``suspicious``: nothing in the links explains it, and the reason
-    says what is known, not whom to blame. ``short_load``: why the run's load did not drive
-    its link at the link's rate (the machine could not keep up): then ``inconclusive``.
+    A sample above it is ``suspicious``: the links in their steady state do not explain it
+    (a burst onto an idle link within one delay, or the machine, can), and the reason says
+    what is known, not whom to blame. ``short_load``: why the run's load did not drive its
+    link at the link's rate (the machine could not keep up): then ``inconclusive``.
     ``shaped``: False when no link on the way or back has a rate (no queue can build).
     ``late_allowance_ms``: what this machine's timers, measured late during the run, add
-    to a round trip; a sample above the bound by less is ``inconclusive``."""
+    to a round trip; a sample above the worst RTT (with the tolerance) by no more than
+    that is ``inconclusive``."""
     metric = "rtt_max"
     if not shaped:
         return Verdict(metric, None, largest_ms, "ms", OK,
                        "no shaped link on the way: no queue builds here, the time is the "
-                       "machine's own (no bound from the links)")
+                       "machine's own (no worst RTT from the links)")
     if max_ms is None:
         links = ", ".join(unbounded) or "a link"
         return Verdict(metric, None, largest_ms, "ms", OK,
-                       f"no bound: {links} has no queue limit, waiting there is unbounded")
+                       f"no worst RTT: {links} has no queue limit, waiting there is unbounded")
     if largest_ms is None:
         return Verdict(metric, max_ms, None, "ms", OK, "too few replies to compare")
     if short_load is not None:
         return _load_fell_short(metric, max_ms, largest_ms, short_load, f"the largest sample "
                                 f"was {largest_ms:.1f} ms against {max_ms:.1f} ms with {full}")
     added = machine_ms or 0.0
-    limit = max_ms + added + policy.rtt_tolerance_ms(max_ms)
+    tolerance = policy.rtt_tolerance_ms(max_ms)
+    limit = max_ms + added + tolerance
+    worst = f"the worst RTT of the steady state ({max_ms:.1f} ms with {full})"
+    if largest_ms <= max_ms:
+        return Verdict(metric, max_ms, largest_ms, "ms", OK,
+                       f"every sample at or below {worst}")
+    allowed = [f"the {tolerance:.1f} ms tolerance"] + (
+        [f"the {added:.1f} ms this machine adds (calibrated)"] if added else [])
+    above = f"{largest_ms - max_ms:.1f} ms above {worst}, no more than"
     if largest_ms <= limit:
         return Verdict(metric, max_ms, largest_ms, "ms", OK,
-                       f"every sample within what the links can produce ({max_ms:.1f} ms with "
-                       f"{full})")
+                       f"the largest sample, {largest_ms:.1f} ms, is {above} "
+                       + _listed(allowed))
     if late_allowance_ms and largest_ms <= limit + late_allowance_ms:
+        late = (f"the {late_allowance_ms:.1f} ms this machine's late timers added during the "
+                "run (measured beside it)")
         return Verdict(metric, max_ms, largest_ms, "ms", INCONCLUSIVE,
-                       f"inconclusive: a sample of {largest_ms:.1f} ms is above the worst the "
-                       f"links can produce ({max_ms:.1f} ms with {full}), within the "
-                       f"{late_allowance_ms:.1f} ms this machine's late timers added during "
-                       "the run (measured beside it)")
+                       f"inconclusive: a sample of {largest_ms:.1f} ms is {above} "
+                       + _listed(allowed + [late]))
     known = (f"even with the {added:.1f} ms this machine adds (calibrated)"
              if machine_ms is not None else "(this machine was not calibrated: what it adds "
                                             "is unknown)")
     return Verdict(metric, max_ms, largest_ms, "ms", SUSPICIOUS,
-                   f"a sample of {largest_ms:.1f} ms is above the worst the links can produce "
-                   f"({max_ms:.1f} ms with {full}) {known}: something outside the links "
-                   "delayed it (traffic you did not start, or another program's load on "
-                   "this machine)")
+                   f"a sample of {largest_ms:.1f} ms is above {worst} {known}: a saturated "
+                   "link does not explain it; a burst onto an idle link within one delay (a "
+                   "transfer's first round trips, traffic you did not start) or another "
+                   "program's load on this machine can")
+
+
+def _listed(parts: List[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def _load_fell_short(metric: str, want: float, got: float, short_load: str,
@@ -248,7 +270,9 @@ def rate_verdict(measured_mbps: Optional[float], expected_mbps: Optional[float],
                        f"({expected_mbps:.2f})")
     if ratio >= policy.RATE_OK_LOW:
         return Verdict(metric, expected_mbps, measured_mbps, "Mbit/s", OK,
-                       f"{ratio:.0%} of the expected {expected_mbps:.2f} Mbit/s")
+                       f"{ratio:.0%} of the expected {expected_mbps:.2f} Mbit/s"
+                       + _shortfall_note(measured_mbps, expected_mbps,
+                                         load_mbps or expected_mbps, machine))
     return _low_rate(metric, measured_mbps, expected_mbps, load_mbps or expected_mbps, machine)
 
 
@@ -258,18 +282,47 @@ def loss_limited_verdict(measured_mbps: Optional[float], estimate_mbps: float,
                          machine: Optional[MachineProfile] = None) -> Verdict:
     """A TCP rate on a lossy path: ``estimate_mbps`` is the loss-limited rate (Mathis et
     al., Reno's), ``carry_mbps`` what the path carries (its goodput ceiling or queue cap).
-    Above what the path carries is ``invalid``; above the estimate but within it, ``ok``
-    with a note (an estimate, which CUBIC may exceed); else judged against the estimate."""
+    More than the path carries (beyond :data:`~labtools.judge.policy.RATE_MAX` x it) is
+    ``invalid``; above the estimate but not that, ``ok`` with a note (an estimate, which
+    CUBIC may exceed); else judged against the estimate."""
     if (measured_mbps is not None and carry_mbps is not None
             and measured_mbps > carry_mbps * policy.RATE_MAX):
         return rate_verdict(measured_mbps, carry_mbps, metric)
     if measured_mbps is None or measured_mbps <= estimate_mbps * policy.RATE_MAX:
         return rate_verdict(measured_mbps, estimate_mbps, metric, load_mbps, machine)
-    within = ("no link limits the path" if carry_mbps is None
-              else f"within the {carry_mbps:.2f} the path carries")
     return Verdict(metric, estimate_mbps, measured_mbps, "Mbit/s", OK,
                    f"{measured_mbps:.2f} Mbit/s is above the loss-limited estimate "
-                   f"{estimate_mbps:.2f} (Mathis et al., Reno's; CUBIC may exceed it), {within}")
+                   f"{estimate_mbps:.2f} (Mathis et al., Reno's; CUBIC may exceed it), "
+                   + _against_carry(measured_mbps, carry_mbps))
+
+
+def _against_carry(measured_mbps: float, carry_mbps: Optional[float],
+                   carrier: str = "the path") -> str:
+    """How a rate that is not more than ``carrier`` carries stands against ``carry_mbps``
+    (Mbit/s; None: no link limits the path): "within" only when it is not above it."""
+    if carry_mbps is None:
+        return "and no link limits the path"
+    if measured_mbps <= carry_mbps:
+        return f"within the {carry_mbps:.2f} {carrier} carries"
+    return (f"{measured_mbps / carry_mbps - 1:.1%} above the {carry_mbps:.2f} {carrier} "
+            f"carries, which a measured rate may be (up to {policy.RATE_MAX - 1:.0%} above)")
+
+
+def _shortfall_note(measured: float, expected: float, load: float,
+                    machine: Optional[MachineProfile]) -> str:
+    """Why an ``ok`` rate below ``expected`` (Mbit/s) is still ok, or "": this machine's
+    calibrated limit when the ``load`` did not fit in it; below
+    :data:`~labtools.judge.policy.RATE_SHORTFALL_EXPLAINED` of expected, the tolerance."""
+    limit = None if machine is None else machine.forward_limit(load)
+    if measured < expected and limit is not None:
+        return f" ({measured:.2f} measured): {limit}"
+    if measured >= policy.RATE_SHORTFALL_EXPLAINED * expected:
+        return ""
+    known = ("this machine was not calibrated" if machine is None else
+             f"this machine forwarded {machine.forward_mbps:.1f} Mbit/s when calibrated, "
+             "enough for this load")
+    return (f" ({measured:.2f} measured): a rate from {policy.RATE_OK_LOW:.0%} of the "
+            f"expected is ok (one run on an emulated network; {known})")
 
 
 def _low_rate(metric: str, measured: float, expected: float, load: float,
@@ -426,8 +479,10 @@ def total_verdict(total_mbps: float, capacity_mbps: float, load_mbps: float,
     low = rate_verdict(total_mbps, capacity_mbps, "sum of shares", load_mbps, machine)
     if low.verdict == INCONCLUSIVE:
         return low
+    said = ("no more than the bottleneck" if total_mbps <= capacity_mbps else f"{total_mbps:.2f} "
+            f"Mbit/s, {_against_carry(total_mbps, capacity_mbps, 'the bottleneck')}")
     return Verdict("sum of shares", capacity_mbps, total_mbps, "Mbit/s", OK,
-                   "shares add up to no more than the bottleneck")
+                   f"shares add up to {said}")
 
 
 def jain_verdict(index: Optional[float], total_ok: bool, link: str = "") -> Verdict:

@@ -1,9 +1,14 @@
-"""The kit's errors in a notebook: the one-line message first, the traceback folded.
+"""The kit's errors and failed checks in a notebook: the one-line message first, the
+traceback folded.
 
 A kit error (:class:`labtools.errors.LabtoolsError` and its subclasses) carries a one-line
 reason meant for the student (``ToolError: iperf3 on h1 exited with status 1: ...``).
 IPython would print it under some sixty lines of the kit's own frames (probes, session,
-network); :func:`install` makes the notebook's kernel show instead:
+network). So does a failed check: an ``assert`` of a notebook's graded cell (``not all
+answers are right yet: read the messages above``) or a check of the kit that fails with
+:class:`AssertionError` on purpose (:func:`labtools.teach.predict_first.assert_predicted_first`,
+``check_by_hand``): a wrong answer is not a crash (:func:`is_check_failure`). For both,
+:func:`install` makes the notebook's kernel show instead:
 
 - an error output whose text is that one line, ``KitErrorName: message``, so the cell
   still counts as failed: nbclient sees the error reply, and nbgrader's autograding sees
@@ -11,8 +16,9 @@ network); :func:`install` makes the notebook's kernel show instead:
 - below it, the full traceback folded in a ``<details>`` block (click to open), and
   ``%tb`` prints it too.
 
-Any other exception (a mistake in the student's own code, or a bug of the kit) keeps
-IPython's full traceback. :func:`labtools.teach.notebook.open_lab` installs it.
+Any other exception (a mistake in the student's own code, or a bug of the kit), and an
+``AssertionError`` raised inside another module (the student's own program, a library),
+keeps IPython's full traceback. :func:`labtools.teach.notebook.open_lab` installs it.
 """
 
 from __future__ import annotations
@@ -31,10 +37,29 @@ FOLD_TITLE = "the kit's traceback (click to open, or run %tb)"
 PLAIN_HINT = "(the kit's traceback: run %tb)"
 
 
-def message_line(value: BaseException) -> str:
-    """``KitErrorName: message``: what the student reads first."""
+#: the modules whose ``AssertionError`` is a check's verdict: a notebook's own cells (they
+#: run as ``__main__``) and the kit's (which never asserts to check its input)
+CHECK_MODULES = ("__main__", "labtools")
+
+
+def message_line(value: BaseException, tb: Optional[TracebackType] = None) -> str:
+    """``KitErrorName: message``: what the student reads first. A failed ``assert`` without
+    a message reads as the statement that failed (from ``tb``, when given)."""
     text = str(value).strip().replace("\n", " ")
+    if not text and tb is not None:
+        text = (traceback.extract_tb(tb)[-1].line or "").strip()
     return f"{type(value).__name__}: {text}" if text else type(value).__name__
+
+
+def is_check_failure(value: BaseException, tb: Optional[TracebackType]) -> bool:
+    """True for an :class:`AssertionError` raised by a check: directly in a notebook's cell
+    or in the kit (:data:`CHECK_MODULES`), not inside another module the cell called."""
+    if not isinstance(value, AssertionError) or tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    module = str(tb.tb_frame.f_globals.get("__name__", ""))
+    return any(module == name or module.startswith(f"{name}.") for name in CHECK_MODULES)
 
 
 def folded_traceback(etype: Type[BaseException], value: BaseException,
@@ -56,7 +81,7 @@ def show_kit_error(shell: Any, etype: Type[BaseException], value: BaseException,
     sys.last_type, sys.last_value, sys.last_traceback = etype, value, tb  # for %tb
     if sys.version_info >= (3, 12):
         sys.last_exc = value
-    stb = [message_line(value)]
+    stb = [message_line(value, tb)]
     # IPython (9) leaves showing a custom handler's error to the handler: this sends the
     # kernel's ``error`` output (what nbgrader grades as a failed cell)
     shell._showtraceback(etype, value, stb)
@@ -65,8 +90,8 @@ def show_kit_error(shell: Any, etype: Type[BaseException], value: BaseException,
 
 
 def install(shell: Any = None) -> bool:
-    """Show the kit's errors as one line in this IPython kernel (or ``shell``); False,
-    and nothing done, outside IPython (a script, the command line)."""
+    """Show the kit's errors and failed checks as one line in this IPython kernel (or
+    ``shell``); False, and nothing done, outside IPython (a script, the command line)."""
     if shell is None:
         try:
             from IPython import get_ipython
@@ -78,7 +103,10 @@ def install(shell: Any = None) -> bool:
 
     def handler(self: Any, etype: Type[BaseException], value: BaseException,
                 tb: Optional[TracebackType], tb_offset: Optional[int] = None) -> None:
-        show_kit_error(self, etype, value, tb, tb_offset)
+        if isinstance(value, LabtoolsError) or is_check_failure(value, tb):
+            show_kit_error(self, etype, value, tb, tb_offset)
+        else:  # an assert inside the student's own program or a library: all of it
+            self.showtraceback((etype, value, tb), tb_offset=tb_offset)
 
-    shell.set_custom_exc((LabtoolsError,), handler)
+    shell.set_custom_exc((LabtoolsError, AssertionError), handler)
     return True

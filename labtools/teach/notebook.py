@@ -26,7 +26,12 @@
 
 Measurements go to ``results/labtools.sqlite`` in the notebook's own folder (the folder
 nbgrader collects), and the network stops when the notebook's kernel exits, whatever
-happens.
+happens. From :func:`open_lab` on, a kit error or a failed check shows as its one line
+(:mod:`labtools.teach.kit_errors`) and a table shows its texts whole (a verdict's reason).
+
+:func:`describe` prints the student's own network once it is up: its nodes and a table of
+its shaped links (rate, one-way delay, queue limit): every value the compute-it-first
+questions give, before they are asked, and nothing computed from them.
 
 :func:`check_network` is how a notebook reports on the network rather than the student: it
 shows the kit's verdicts and says when a result is one the network cannot produce
@@ -38,7 +43,7 @@ from __future__ import annotations
 
 import atexit
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Union
 
 from labtools import settings
 from labtools.errors import InputError
@@ -56,12 +61,15 @@ from labtools.teach.modes import (  # noqa: F401 - the notebooks' one import pla
 )
 from labtools.teach.predict_first import (  # noqa: F401 - the notebooks' one import place
     RECORD_COLUMNS,
+    AnswerFeedback,
     assert_predicted_first,
     checked_answers,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
+
+    from labtools.model.topology import Topology
 
 #: verdicts on a sender's own count (flagged when above the path, not a network fault)
 SENDER_METRICS = ("sender_rate",)
@@ -105,15 +113,18 @@ class StudentLabSession(LabSession):
         raise InputError(f"lab.expected({src!r}, {dst!r}): {STUDENT_MODE_REFUSAL}")
 
 
-def grade_answers(lab: Union[LabSession, ReplaySession], answers: Dict[str, Any]) -> "pd.DataFrame":
+def grade_answers(lab: Union[LabSession, ReplaySession],
+                  answers: Dict[str, Any]) -> AnswerFeedback:
     """Check compute-it-first answers on the lab's topology (the student's variant
     included) and keep them on record with their time: one row per question with the
     answer, whether it is right, what was probably forgotten, and whether the prediction
     came before its measurement (``on_record``, why in ``record``; see
     :mod:`labtools.teach.predict_first`). The expected value is shown in self-study mode,
-    and in graded work once the answer is right or the quantity measured."""
+    and in graded work once the answer is right or the quantity measured. Displayed, the
+    table reads as one sentence per answer (:class:`AnswerFeedback`)."""
     table = checked_answers(lab, answers)
-    return table[["question", "answer", "expected", "correct", "message", *RECORD_COLUMNS]]
+    return AnswerFeedback(
+        table[["question", "answer", "expected", "correct", "message", *RECORD_COLUMNS]])
 
 
 def machine_report(lab: Union[LabSession, ReplaySession]) -> str:
@@ -149,6 +160,15 @@ def rate_scale_setting(spec: str) -> float:
     return 1.0 if chosen.rate_scale is None else check_scale(chosen.rate_scale)
 
 
+def show_whole_texts() -> None:
+    """Tables in this notebook show each text whole: pandas cuts a cell at 50 characters by
+    default, and a verdict's reason (``verdicts_table``, :func:`verdict_table`) is a
+    sentence the student must read to the end (a long one wraps in JupyterLab's table)."""
+    import pandas as pd
+
+    pd.set_option("display.max_colwidth", None)
+
+
 def open_lab(case: str, topology: str = "portfolio") -> Union[LabSession, ReplaySession]:
     """The lab of one notebook, not started yet (``lab.start()`` builds the network).
 
@@ -160,7 +180,8 @@ def open_lab(case: str, topology: str = "portfolio") -> Union[LabSession, Replay
     """
     from labtools.teach import kit_errors
 
-    kit_errors.install()  # from here on, a kit error shows as its one line
+    kit_errors.install()  # from here on, a kit error or a failed check shows as one line
+    show_whole_texts()  # a verdict's reason whole, never cut with "..."
     spec = f"{topology},variant={variant()}" if variant() else topology
     factor = rate_scale_setting(spec)
     if factor < 1.0:
@@ -234,12 +255,43 @@ def verdict_table(*results: Any) -> "pd.DataFrame":
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COMPARE_COLUMNS)
 
 
+def _given(value: Optional[float]) -> str:
+    return "no limit" if value is None else f"{value:g}"
+
+
+def links_table(topo: "Topology") -> str:
+    """The shaped links of ``topo`` as a text table, one row per link: its name, the nodes
+    it joins, its rate (Mbit/s), one-way delay (ms) and queue limit (packets), and its
+    random loss (%) when a link has some. Only what the network is built from (the givens
+    of the compute-it-first questions), never what is computed from it."""
+    links = [link for link in topo.links if link.shaped]
+    if not links:
+        return "no shaped link: every link is unshaped (no rate limit, no delay)"
+    lossy = any(link.loss_pct for link in links)
+    header = ["link", "between", "rate (Mbit/s)", "one-way delay (ms)", "queue (packets)"]
+    header += ["loss (%)"] if lossy else []
+    rows = [[link.label, f"{link.a}-{link.b}", _given(link.bw_mbps), f"{link.delay_ms:g}",
+             _given(link.queue_pkts)] + ([f"{link.loss_pct:g}"] if lossy else [])
+            for link in links]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) if i < 2 else cell.rjust(w)
+                       for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
+             for row in [header, *rows]]
+    variant = topo.params.get("variant")
+    whose = f"your network (variant {variant})" if variant else "this network"
+    rest = len(topo.links) - len(links)
+    tail = [f"the other {rest} links are unshaped: no rate limit, no delay"] if rest else []
+    return "\n".join([f"{whose}: its shaped links", *lines, *tail])
+
+
 def describe(lab: Union[LabSession, Any]) -> str:
-    """One line on a started lab: its nodes and what this machine adds and carries."""
+    """A started lab in a few lines: its nodes, its shaped links (:func:`links_table`: the
+    values the compute-it-first questions give, from the student's own network) and what
+    this machine adds and carries."""
     from labtools.model.scaling import rate_note
 
     topo = lab.topo
-    line = f"network up: {', '.join(topo.hosts + topo.routers)}"
+    line = f"network up: {', '.join(topo.hosts + topo.routers)}\n{links_table(topo)}"
     if rate_note(topo):
         line += f"\n{rate_note(topo)}"
     machine = getattr(lab, "machine", None)

@@ -12,16 +12,23 @@ recorded, so a prediction is credited only when it was on record before the meas
 An expected value a student may not see yet (graded work) appears in the table once the
 answer is right or the quantity has been measured; a wrong answer's number stays hidden
 until then, so checking cannot be used to read it.
+
+What the student reads is :class:`AnswerFeedback`: the same table, shown as whole
+sentences (:func:`feedback_lines`), one per answer: what was asked, the answer, right or
+not and why, and whether a right one is on record before its measurement.
 """
 
 from __future__ import annotations
 
+import html
 import math
 import numbers
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Union
+
+import pandas as pd
 
 from labtools import settings
-from labtools.judge.exercises import grade
+from labtools.judge.exercises import NO_ANSWER, grade, question_text
 from labtools.judge.prediction_order import MeasuredCall, first_measured, judge_record
 from labtools.lab.replay import ReplaySession
 from labtools.lab.session import LabSession
@@ -30,9 +37,6 @@ from labtools.results.predictions import Prediction
 from labtools.results.store import ResultStore
 from labtools.teach.modes import show_answers
 
-if TYPE_CHECKING:  # pragma: no cover
-    import pandas as pd
-
 #: the columns :func:`checked_answers` adds to the grade table
 RECORD_COLUMNS = ["on_record", "record"]
 
@@ -40,8 +44,7 @@ RECORD_COLUMNS = ["on_record", "record"]
 def measured_calls(store: ResultStore, case: str) -> List[MeasuredCall]:
     """The probe calls of notebook ``case`` saved in ``store``, with their start times."""
     calls = []
-    for row in store.query('SELECT call_json, started_at, id FROM runs WHERE "case" = ? '
-                           "AND call_json IS NOT NULL ORDER BY id", (case,)):
+    for row in store.call_times(case):
         where = f"{store.path}: runs row {row['id']}"
         call = decode_json(row["call_json"], f"{where}: call_json")
         if isinstance(call.get("args"), dict):
@@ -63,7 +66,7 @@ def _number(answer: Any) -> Optional[float]:
 
 
 def checked_answers(lab: Union[LabSession, ReplaySession],
-                    answers: Mapping[str, Any]) -> "pd.DataFrame":
+                    answers: Mapping[str, Any]) -> pd.DataFrame:
     """Grade ``{question id: answer}`` on the lab's topology, keep the answers on record (a
     running lab) and judge the order of prediction and measurement (module docstring)."""
     store = _store(lab)
@@ -96,10 +99,75 @@ def checked_answers(lab: Union[LabSession, ReplaySession],
     return table
 
 
-def assert_predicted_first(feedback: "pd.DataFrame") -> None:
+def assert_predicted_first(feedback: pd.DataFrame) -> None:
     """Fail with one line unless every prediction in ``feedback`` (a table of
     :func:`checked_answers`) was on record before its measurement."""
     late = feedback[~feedback["on_record"].astype(bool)]
     if len(late):
         more = f" (and {len(late) - 1} more)" if len(late) > 1 else ""
         raise AssertionError(f"{late['record'].iloc[0]}{more}")
+
+
+#: what a wrong answer's message starts with (:func:`labtools.judge.exercises.check`)
+_WRONG_PREFIX = "not quite: "
+
+
+def _shown_value(value: Any) -> str:
+    """An answer or a value as the student reads it: a number without trailing zeros."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return repr(value)
+    return f"{float(value):.10g}"
+
+
+def _record_words(question: str, reason: str) -> str:
+    """The record's reason without the question id it starts with (the sentence names it)."""
+    return reason[len(question) + 2:] if reason.startswith(f"{question}: ") else reason
+
+
+def _answer_line(row: Mapping[str, Any]) -> str:
+    question = str(row["question"])
+    asked = question_text(question)
+    message = str(row.get("message", "")).strip().rstrip(".")
+    if row["answer"] is None or message == NO_ANSWER:  # None, or NaN in a numeric column
+        return f"✗ {asked}: {NO_ANSWER}."
+    said = f"{asked}: you answered {_shown_value(row['answer'])}"
+    if not bool(row["correct"]):
+        why = message[len(_WRONG_PREFIX):] if message.startswith(_WRONG_PREFIX) else message
+        expected = row.get("expected")
+        value = ("" if not isinstance(expected, numbers.Real) or math.isnan(expected)
+                 else f" The kit's value: {_shown_value(expected)}.")
+        return f"✗ {said}: not right yet: {why}.{value}"
+    record = _record_words(question, str(row.get("record", "")))
+    if "on_record" not in row or not record:
+        return f"✓ {said}: right."
+    if bool(row["on_record"]):
+        return f"✓ {said}: right; on record as a prediction: {record}."
+    return f"✓ {said}: right, but it does not count as a prediction: {record}."
+
+
+def feedback_lines(table: pd.DataFrame) -> List[str]:
+    """The sentences a student reads for a table of :func:`checked_answers` (or of
+    :func:`labtools.judge.exercises.grade`): one per answer (what was asked, the answer,
+    right or not and the explanation; the kit's value only where the table shows it), then
+    how many are right."""
+    rows = table.to_dict("records")
+    lines = [_answer_line(row) for row in rows]
+    right = sum(bool(row["correct"]) for row in rows)
+    lines.append(f"All {len(rows)} answers are right." if right == len(rows) > 1 else
+                 "The answer is right." if right == len(rows) == 1 else
+                 f"{right} of {len(rows)} answers right: read the sentences above.")
+    return lines
+
+
+class AnswerFeedback(pd.DataFrame):
+    """The table of :func:`checked_answers`, shown in a notebook as whole sentences
+    (:func:`feedback_lines`) instead of columns a student would have to widen; it is the
+    same table for the checks (``feedback["correct"].all()``) and for
+    :func:`assert_predicted_first`. ``pd.DataFrame(feedback)`` shows the columns."""
+
+    def __repr__(self) -> str:
+        return "\n".join(feedback_lines(self))
+
+    def _repr_html_(self) -> str:
+        items = "".join(f"<li>{html.escape(line)}</li>" for line in feedback_lines(self))
+        return f'<ul style="list-style: none; padding-left: 0">{items}</ul>'

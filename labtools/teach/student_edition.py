@@ -2,7 +2,7 @@
 it leaves out, as explicit lists.
 
 A course hands its students the student edition, not the kit's checkout: the student
-notebooks (``notebooks/``, without the solutions), the package and the topologies, the
+notebooks (``notebooks/``, without the solutions), the package and the topologies, its own
 README and the students' documentation. What a lab asks a student to write is not there
 as source:
 
@@ -24,9 +24,12 @@ as source:
   ping under load are computed from it; a measurement's verdicts show its values once
   measured, as in every lab).
 
-The edition runs as the kit does: ``make lab`` (its own Makefile, :data:`PLACED`) and the
-lab VM (``cd vagrant && vagrant up``) use the kit's setup and lab scripts, which install the
-edition's package (editable) in the edition's own venv.
+The edition runs as the kit does: ``make lab`` (its own Makefile and README,
+:data:`PLACED`: only what the edition holds) and the lab VM (``cd vagrant && vagrant up``)
+use the kit's setup and lab scripts, which install the edition's package (editable) in the
+edition's own venv, without nbgrader: :data:`EDITED` says what the edition's copies of the
+package's ``pyproject.toml`` and the student server's Jupyter config change so that
+``make lab`` prints no warning and no error on the way.
 
 The edition's package holds :data:`labtools.settings.EDITION_FILE` (``student``): the kit
 then knows it is on a course (:attr:`labtools.settings.Settings.on_course`): expected
@@ -39,27 +42,37 @@ folder or file in ``DIR`` that is a link is refused (nothing is written through 
 from __future__ import annotations
 
 import ast
+import json
 import os
 import py_compile
 import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Tuple
+from typing import Callable, Dict, List, Tuple
 
 from labtools import __version__, settings
 from labtools.errors import InputError
 
 #: what the edition holds, relative to the kit's source folder (folders copied whole,
 #: except :data:`SKIPPED_NAMES` and :data:`LEFT_OUT`)
-INCLUDED = ("README.md", "pyproject.toml", "labtools", "topologies", "notebooks",
+INCLUDED = ("pyproject.toml", "labtools", "topologies", "notebooks",
             "docs/students.md", "docs/reference.md", "docs/running.md",
             # what `make lab` and the lab VM (`vagrant up`) run
             "scripts/setup.sh", "scripts/lab.sh", "scripts/lab-service.sh",
             "vagrant/Vagrantfile", "deploy/image/etc/labtools/jupyter/student")
 #: files of the kit written in the edition under another name: the edition's own Makefile
 #: (make lab, setup, clean: the kit's has the developers' targets, whose tests are not there)
-PLACED = {"deploy/edition/Makefile": "Makefile"}
+#: and README (the kit's speaks of what the edition leaves out: tests, solutions, the
+#: instructors' and developers' pages)
+PLACED = {"deploy/edition/Makefile": "Makefile", "deploy/edition/README.md": "README.md"}
+#: the student server's Jupyter config (:mod:`labtools.teach.deferred_extensions`)
+SERVER_CONFIG = "deploy/image/etc/labtools/jupyter/student/jupyter_server_config.json"
+#: the server extension that loads nbgrader's once the lab answers: off in the edition, which
+#: installs no nbgrader (``scripts/setup.sh``: the ``lab`` extra only)
+DEFERRED_EXTENSIONS = "labtools.teach.deferred_extensions"
+#: the config's section naming what :data:`DEFERRED_EXTENSIONS` loads (dropped with it)
+DEFERRED_SECTION = "DeferredExtensions"
 #: names never copied, wherever they are (caches, a lab's own results, a student's work),
 #: except a folder of the package (``labtools/results`` holds the results store's code)
 SKIPPED_NAMES = frozenset({"__pycache__", ".ipynb_checkpoints", ".pytest_cache", "results",
@@ -210,19 +223,54 @@ def refusing_module(omission: Omission) -> str:
 PACKAGE_DATA = 'labtools = ["py.typed", "teach/conformance/exchanges.json*"]'
 EDITION_PACKAGE_DATA = ('labtools = ["py.typed", "EDITION", "tools/simpleperf/*.pyc", '
                         '"teach/conformance/exchanges.json*"]')
+#: the kit's setuptools table, and the edition's: the package at the top of the folder,
+#: said so, makes ``pip install -e`` (``scripts/setup.sh``) put the folder on the path
+#: quietly (otherwise setuptools installs an import finder and prints a warning block)
+SETUPTOOLS_TABLE = "[tool.setuptools]\ninclude-package-data = true\n"
+EDITION_SETUPTOOLS_TABLE = SETUPTOOLS_TABLE + 'package-dir = {"" = "."}\n'
 
 
 def installable(pyproject: str) -> str:
     """The kit's ``pyproject.toml`` with the edition's package data, so that ``pip install``
-    of the edition installs its marker and bytecode too.
+    of the edition installs its marker and bytecode too, and the edition's setuptools table
+    (:data:`EDITION_SETUPTOOLS_TABLE`: its editable install prints no warning).
 
     Raises:
-        InputError: the kit's package data is not :data:`PACKAGE_DATA`.
+        InputError: the kit's package data is not :data:`PACKAGE_DATA`, or its setuptools
+            table not :data:`SETUPTOOLS_TABLE`.
     """
-    if PACKAGE_DATA not in pyproject:
-        raise InputError(f"pyproject.toml has no line {PACKAGE_DATA}: the package data in "
-                         "labtools/teach/student_edition.py is out of date")
-    return pyproject.replace(PACKAGE_DATA, EDITION_PACKAGE_DATA)
+    for line in (PACKAGE_DATA, SETUPTOOLS_TABLE):
+        if line not in pyproject:
+            raise InputError(f"pyproject.toml has no {line.strip()!r}: what "
+                             "labtools/teach/student_edition.py replaces is out of date")
+    return pyproject.replace(PACKAGE_DATA, EDITION_PACKAGE_DATA).replace(
+        SETUPTOOLS_TABLE, EDITION_SETUPTOOLS_TABLE)
+
+
+def edition_server_config(text: str) -> str:
+    """The student server's Jupyter config (``text``, JSON) as the edition carries it:
+    :data:`DEFERRED_EXTENSIONS` off, since the edition installs no nbgrader (its server
+    would log, in red, that nbgrader's extensions did not load).
+
+    Raises:
+        InputError: ``text`` is not a config with ``ServerApp.jpserver_extensions``.
+    """
+    try:
+        config = json.loads(text)
+        extensions = config["ServerApp"]["jpserver_extensions"]
+    except (ValueError, KeyError, TypeError) as err:
+        raise InputError(f"{SERVER_CONFIG} has no ServerApp.jpserver_extensions: "
+                         f"{type(err).__name__}: {err}") from None
+    if not isinstance(extensions, dict):
+        raise InputError(f"{SERVER_CONFIG}: ServerApp.jpserver_extensions is not a table")
+    extensions[DEFERRED_EXTENSIONS] = False
+    config.pop(DEFERRED_SECTION, None)
+    return json.dumps(config, indent=2) + "\n"
+
+
+#: files the edition holds changed: their path in the kit -> what makes the edition's text
+EDITED: Dict[str, Callable[[str], str]] = {"pyproject.toml": installable,
+                                           SERVER_CONFIG: edition_server_config}
 
 
 def _target(dest: Path, rel: str) -> Path:
@@ -305,8 +353,8 @@ def write_edition(root: Path, dest: Path, force: bool = False) -> Bundle:
         out = _target(dest, rel)
         if out.is_file():
             out.unlink()
-        if rel == "pyproject.toml":
-            out.write_text(installable((root / rel).read_text(encoding="utf-8")),
+        if rel in EDITED:
+            out.write_text(EDITED[rel]((root / rel).read_text(encoding="utf-8")),
                            encoding="utf-8")
             bundle.copied.append(rel)
         elif rel in replaced:
