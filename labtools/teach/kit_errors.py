@@ -5,7 +5,7 @@ A kit error (:class:`labtools.errors.LabtoolsError` and its subclasses) carries 
 reason meant for the student (``ToolError: iperf3 on h1 exited with status 1: ...``).
 IPython would print it under some sixty lines of the kit's own frames (probes, session,
 network). So does a failed check: an ``assert`` of a notebook's graded cell (``not all
-answers are right yet: read the messages above``) or a check of the kit that fails with
+answers are right yet: read the sentences above``) or a check of the kit that fails with
 :class:`AssertionError` on purpose (:func:`labtools.teach.predict_first.assert_predicted_first`,
 ``check_by_hand``): a wrong answer is not a crash (:func:`is_check_failure`). For both,
 :func:`install` makes the notebook's kernel show instead:
