@@ -10,8 +10,11 @@ import pytest
 
 from labtools.errors import InputError
 from labtools.lab.session import LabSession
+from labtools.model.catalog import load_topology
+from labtools.model.json_topology import check_variant, variant_of
 from labtools.results import ownership
 from labtools.results.store import ResultStore
+from labtools.teach import notebook
 from tests.conftest import FIXTURES
 
 RECORDED = FIXTURES / "grading" / "results" / "labtools.sqlite"
@@ -43,8 +46,10 @@ def test_the_course_list_binds_partners_to_one_variant(tmp_path):
     ("ann,team1,extra\n", "line 1: write student_id,variant"),
     ("ann,\n", "line 1: write student_id,variant"),
     ("ann,t1\nann,t2\n", "line 2: ann is listed twice"),
-    ("ann,a=b\n", "cannot be a variant"),
-    ('ann,"t,1"\n', "cannot be a variant"),
+    ("ann,a=b\n", "line 1: variant='a=b' must be 1..64 letters, digits"),
+    ('ann,"t,1"\n', "line 1: variant='t,1' must be 1..64 letters, digits"),
+    ("ann,team 3\n", "line 1: variant='team 3' must be 1..64 letters, digits"),
+    (f"ann,{'t' * 65}\n", "line 1: variant=.* must be 1..64 letters, digits"),
 ])
 def test_a_bad_course_list_is_one_line(tmp_path, text, reason):
     path = tmp_path / "labtools-variants.csv"
@@ -54,9 +59,32 @@ def test_a_bad_course_list_is_one_line(tmp_path, text, reason):
     assert "\n" not in str(err.value)
 
 
-def test_a_student_id_that_cannot_be_a_variant_is_refused():
-    with pytest.raises(InputError, match="cannot be a variant"):
-        ownership.bind("a,b")
+@pytest.mark.parametrize("student", ["o'neil", "jane doe", "a,b", "x=y", "s" * 70, "ünal ö"])
+def test_a_student_id_a_topology_cannot_take_is_bound_to_its_mapped_form(student):
+    """Never unbound: grading, the answer keys and the notebook on a hub draw the same
+    network from the id (labtools.model.json_topology.variant_of)."""
+    binding = ownership.bind(student)
+    assert binding.variant == variant_of(student) != student
+    assert check_variant(binding.variant, "test") == binding.variant
+    assert "in the form a topology takes" in binding.describe()
+    topo = ownership.bound_topology("portfolio", {}, binding, None)
+    assert topo is not None and topo.params["variant"] == binding.variant
+    assert topo.link("L2") == load_topology(f"portfolio,variant={binding.variant}").link("L2")
+
+
+def test_mapped_forms_are_stable_and_apart():
+    assert variant_of("student1") == "student1" and variant_of(" s42 ") == "s42"
+    assert variant_of("o'neil") == "o_neil-eb1aed4f" != variant_of("o_neil") == "o_neil"
+    assert len(variant_of("s" * 70)) == 64 and variant_of("s" * 70) != variant_of("s" * 71)
+    with pytest.raises(InputError, match="student id '  ': a student id is empty"):
+        ownership.bind("  ")
+
+
+def test_the_notebook_on_a_hub_draws_what_grading_binds(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LABTOOLS_VARIANT", raising=False)
+    monkeypatch.setenv("JUPYTERHUB_USER", "o'neil")
+    assert notebook.variant() == ownership.bind("o'neil").variant
 
 
 def test_the_recorded_owners_of_each_notebook():

@@ -20,6 +20,7 @@ topology was measured, so reading them back checks only the values of the two.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 import math
 import re
@@ -123,6 +124,31 @@ def check_variant(value: Any, where: str) -> str:
         raise TopologyError(f"{where}: {VARIANT}={show(value, 30)} must be 1..{MAX_VARIANT_CHARS}"
                             " letters, digits and ._@+-")
     return value
+
+
+#: how many characters of a student id a mapped variant keeps (then ``-`` and 8 hex digits)
+_MAPPED_KEEP = MAX_VARIANT_CHARS - 9
+
+
+def variant_of(student_id: str) -> str:
+    """The variant a student id draws, the one rule for every place that binds a student
+    to a network (a notebook on a hub, grading, the answer keys): the id itself where a
+    topology takes it (:func:`check_variant`), else a form it takes, the same for the same
+    id on every machine: its characters other than letters, digits and ``._@+-`` as
+    ``_``, at most ``MAX_VARIANT_CHARS - 9`` of them, then ``-`` and the first 8 hex
+    digits of the id's SHA-256 (``o'neil`` -> ``o_neil-eb1aed4f``; ``o_neil`` stays itself,
+    another network).
+
+    Raises:
+        TopologyError: an empty id.
+    """
+    text = str(student_id).strip()
+    if not text:
+        raise TopologyError("a student id is empty: it cannot name a network")
+    if len(text) <= MAX_VARIANT_CHARS and _VARIANT_RE.fullmatch(text):
+        return text
+    kept = re.sub(r"[^\w.@+-]", "_", text)[:_MAPPED_KEEP]
+    return f"{kept}-{hashlib.sha256(text.encode('utf-8')).hexdigest()[:8]}"
 
 
 def to_dict(topo: Topology) -> Dict[str, Any]:

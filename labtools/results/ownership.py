@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Dict, FrozenSet, List, Mapping, Optional,
 from labtools.errors import InputError, StoreError, TopologyError
 from labtools.model import scaling
 from labtools.model.catalog import build_topology, from_dict, legacy_text, to_dict
+from labtools.model.json_topology import VARIANT, check_variant, variant_of
 from labtools.model.topology import Topology
 from labtools.results.records import STUDENT_KEY
 
@@ -41,10 +42,6 @@ if TYPE_CHECKING:  # pragma: no cover
 VARIANTS_FILE = "labtools-variants.csv"
 #: nbgrader's folder of autograded submissions (``CourseDirectory.autograded_directory``)
 AUTOGRADED = "autograded"
-#: the topology parameter that names a variant
-VARIANT = "variant"
-#: characters a variant cannot hold (a topology spec separates its parameters with them)
-_SPEC_CHARACTERS = (",", "=")
 
 
 @dataclass(frozen=True)
@@ -100,16 +97,12 @@ def read_variant_list(path: Path) -> Dict[str, str]:
         student, variant = cells
         if student in bound:
             raise InputError(f"{path} line {number}: {student} is listed twice")
-        check_variant(variant, f"{path} line {number}")
+        try:
+            check_variant(variant, f"{path} line {number}")
+        except TopologyError as err:
+            raise InputError(str(err)) from None
         bound[student] = variant
     return bound
-
-
-def check_variant(variant: str, where: str) -> str:
-    """``variant`` if it can be a topology spec's ``variant=`` value; InputError otherwise."""
-    if any(c in variant for c in _SPEC_CHARACTERS) or not variant.strip():
-        raise InputError(f"{where}: {variant!r} cannot be a variant (no ',' or '=', not empty)")
-    return variant
 
 
 def bind(student: str, variants: Optional[Dict[str, str]] = None,
@@ -120,8 +113,13 @@ def bind(student: str, variants: Optional[Dict[str, str]] = None,
         variant = variants[student]
         partners = frozenset(s for s, v in variants.items() if v == variant and s != student)
         return Binding(student, variant, list_name, partners)
-    check_variant(student, f"student id {student!r}")
-    return Binding(student, student)
+    try:
+        variant = variant_of(student)
+    except TopologyError as err:
+        raise InputError(f"student id {student!r}: {err}") from None
+    if variant == student:
+        return Binding(student, student)
+    return Binding(student, variant, "their student id, in the form a topology takes")
 
 
 def course_variants(course: Path) -> Dict[str, str]:

@@ -50,6 +50,7 @@ from labtools.errors import InputError
 from labtools.judge import policy
 from labtools.lab.replay import ReplaySession
 from labtools.lab.session import LabSession
+from labtools.model.json_topology import variant_of
 from labtools.teach.grading_figures import draw_no_figures
 from labtools.teach.modes import (  # noqa: F401 - the notebooks' one import place
     MODE_VARIABLE,
@@ -90,13 +91,16 @@ def quick_mode() -> bool:
 def variant() -> str:
     """The student's variant: ``$LABTOOLS_VARIANT``, else the first line of
     ``labtools-variant.txt`` in the notebook's folder, else the JupyterHub user's name,
-    else '' (the reference values)."""
+    else '' (the reference values); an id a topology cannot take (``o'neil``) in the form
+    grading binds it to (:func:`labtools.model.json_topology.variant_of`)."""
 
     chosen = settings.current().variant
     if not chosen and Path(VARIANT_FILE).is_file():
         lines = Path(VARIANT_FILE).read_text(encoding="utf-8").strip().splitlines()
         chosen = lines[0].strip() if lines else ""
-    return chosen or settings.current().hub_user
+    chosen = (chosen or settings.current().hub_user or "").strip()
+    # the form grading binds the same id to (an id a topology cannot take is mapped)
+    return variant_of(chosen) if chosen else ""
 
 
 def grading() -> bool:
