@@ -14,14 +14,16 @@ import json
 import re
 import shutil
 import sqlite3
+from html import unescape
 from pathlib import Path
-from typing import Dict
+from typing import Dict, List
 
 import nbformat
 import pytest
 
 from labtools.teach import notebook_files as notebooks
 from labtools.teach.grading_figures import NOT_DRAWN_LINE
+from labtools.teach.hidden_test_feedback import HIDDEN_TESTS_LINE
 
 pytestmark = pytest.mark.grading
 
@@ -175,6 +177,30 @@ def test_a_completed_submission_gets_full_marks_from_its_recorded_measurements(f
         assert any(NOT_DRAWN_LINE in o.get("text", "") for o in outputs), name
 
 
+def _page_text(course: Path, student: str, name: str) -> str:
+    """The text of the feedback page of ``student``'s notebook ``name``, without markup."""
+    page = course / "feedback" / student / ASSIGNMENT / name.replace(".ipynb", ".html")
+    return unescape(re.sub(r"<[^>]+>", "", page.read_text()))
+
+
+def _hidden_source_shown(course: Path, student: str) -> Dict[str, List[str]]:
+    """Each notebook -> the lines of its hidden tests (in solutions/) that ``student``'s
+    feedback page shows; a line that is also part of a line outside them is not counted."""
+    shown = {}
+    for name in NAMES:
+        hidden, visible = set(), set()
+        for cell in nbformat.read(str(SOLUTIONS / name), as_version=4).cells:
+            inside = False
+            for line in cell.source.split("\n"):
+                inside = inside or "BEGIN HIDDEN TESTS" in line
+                (hidden if inside else visible).add(line.strip())
+                inside = inside and "END HIDDEN TESTS" not in line
+        text = _page_text(course, student, name)
+        hidden = {line for line in hidden if line and not any(line in v for v in visible)}
+        shown[name] = sorted(line for line in hidden if line in text)
+    return shown
+
+
 def _checked_after_measuring(results: Path, case: str) -> None:
     """The student of ``results`` checked the answers of notebook ``case`` only after its
     last measurement: their predictions on record carry that time."""
@@ -190,7 +216,8 @@ def test_a_wrong_answer_loses_exactly_its_cells_points_and_gets_its_explanation(
     without giving away an expected number the lab did not measure. A wrong answer behind a
     hidden test (lab 6's units, whose visible check only asks for a number) loses its points
     too: autograding puts the hidden test back. Lab 2's right answers, checked only after measuring, lose
-    their cell's points with the record's one line."""
+    their cell's points with the record's one line. The feedback shows what the hidden tests
+    raised, never their source (the autograded notebook keeps it)."""
     wrong = graded["student2"]
     lost = (_grade_cells("00-getting-started.ipynb")["compute-check"]["points"]
             + _grade_cells("06-measurement-pitfalls.ipynb")["units-check"]["points"]
@@ -205,8 +232,14 @@ def test_a_wrong_answer_loses_exactly_its_cells_points_and_gets_its_explanation(
     assert "### BEGIN HIDDEN TESTS" in units.source  # nbgrader restored the hidden test
     error = next(o for o in units.outputs if o.get("output_type") == "error")
     assert "one 1470-byte datagram per gap" in error["evalue"]
+    autograded = course / "autograded" / "student2" / ASSIGNMENT / "06-measurement-pitfalls.ipynb"
+    kept = autograded.read_bytes()
     notebooks.nbgrader(["generate_feedback", ASSIGNMENT, "--student", "student2", "--force"],
                        course)
+    assert autograded.read_bytes() == kept
+    assert _hidden_source_shown(course, "student2") == {name: [] for name in NAMES}
+    units_page = _page_text(course, "student2", "06-measurement-pitfalls.ipynb")
+    assert HIDDEN_TESTS_LINE in units_page and error["evalue"] in units_page
     html = (course / "feedback" / "student2" / ASSIGNMENT /
             "00-getting-started.html").read_text()
     # the answers' feedback: one sentence per answer, no table of NaN and False

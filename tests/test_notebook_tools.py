@@ -351,6 +351,9 @@ def test_a_course_gives_each_graded_cell_more_than_nbgraders_30_s():
     from labtools.teach.grading_kernels import ForkingExecute
 
     steps = config.pop("Autograde.autograde_preprocessors")
+    from labtools.teach.hidden_test_feedback import HideHiddenTests
+
+    assert HideHiddenTests in config.pop("GenerateFeedback.preprocessors")  # no hidden source
     assert config == {"CourseDirectory.course_id": "netlab",
                       "Execute.timeout": GRADING_CELL_TIMEOUT_S}
     assert ForkingExecute in steps and issubclass(ForkingExecute, steps[0].__mro__[1])
@@ -362,6 +365,7 @@ def test_a_course_gives_each_graded_cell_more_than_nbgraders_30_s():
     exec(hub, {"get_config": lambda: _Config(seen)})
     assert seen["Execute.timeout"] == GRADING_CELL_TIMEOUT_S
     assert ForkingExecute in seen["Autograde.autograde_preprocessors"]
+    assert HideHiddenTests in seen["GenerateFeedback.preprocessors"]  # no hidden source
 
 
 class _Config:

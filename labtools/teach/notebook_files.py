@@ -33,14 +33,18 @@ GRADING_CELL_TIMEOUT_S = 300
 
 def course_config(course_id: str) -> str:
     """The ``nbgrader_config.py`` of a course that grades the kit's labs: its id,
-    :data:`GRADING_CELL_TIMEOUT_S` for each cell, and autograde's kernels forked from one
-    that has imported what the labs import (:mod:`labtools.teach.grading_kernels`; where
-    the kit is not installed, nbgrader's own)."""
+    :data:`GRADING_CELL_TIMEOUT_S` for each cell, autograde's kernels forked from one
+    that has imported what the labs import (:mod:`labtools.teach.grading_kernels`), and
+    feedback that shows no hidden test's source (:mod:`labtools.teach.hidden_test_feedback`;
+    where the kit is not installed, nbgrader's own steps)."""
     return (f"c = get_config()\nc.CourseDirectory.course_id = {course_id!r}\n"
             f"c.Execute.timeout = {GRADING_CELL_TIMEOUT_S}  # seconds per cell (nbgrader: 30)\n"
             "try:  # each kernel forked from one that imported the labs' modules\n"
             "    from labtools.teach.grading_kernels import autograde_preprocessors\n"
             "    c.Autograde.autograde_preprocessors = autograde_preprocessors()\n"
+            "    # the feedback: where hidden tests ran and what they raised, not their source\n"
+            "    from labtools.teach.hidden_test_feedback import feedback_preprocessors\n"
+            "    c.GenerateFeedback.preprocessors = feedback_preprocessors()\n"
             "except ImportError:\n"
             "    pass\n")
 

@@ -15,6 +15,11 @@ try:  # autograde's kernels forked from one that imported the labs' modules (the
     from labtools.teach.grading_kernels import autograde_preprocessors
 
     c.Autograde.autograde_preprocessors = autograde_preprocessors()
+    # the feedback shows where hidden tests ran and what they raised, not their source
+    # (labtools.teach.hidden_test_feedback, as in a course the kit made)
+    from labtools.teach.hidden_test_feedback import feedback_preprocessors
+
+    c.GenerateFeedback.preprocessors = feedback_preprocessors()
 except ImportError:
     pass
 c.Exchange.root = os.environ.get("NBGRADER_EXCHANGE", "/srv/nbgrader/exchange")
