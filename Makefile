@@ -1,12 +1,13 @@
 # The lab kit's entry points (Debian 12 / Ubuntu). Labs run as an ordinary user; `make test` as root.
 VENV ?= $(or $(LABTOOLS_VENV),.venv)
-.PHONY: lab test test-notebooks test-timing test-browser check-provisioning unit lint dev demo setup students bench clean help
+.PHONY: lab test test-notebooks test-timing test-browser check-provisioning unit quick lint dev demo setup students bench clean help
 
 help:
 	@echo "make lab      start JupyterLab on http://127.0.0.1:8888 (token printed)"
 	@echo "make test     install everything needed and run the whole test suite"
-	@echo "make unit     lint, types and unit tests (no network; any user: no system packages needed)"
-	@echo "make lint     ruff and mypy only"
+	@echo "make unit     every unit test, on all CPUs (no network; any user: no system packages needed)"
+	@echo "make quick    a few unit tests of every layer, on all CPUs (under two minutes)"
+	@echo "make lint     ruff and mypy"
 	@echo "make dev      only the venv and the kit with its development tools (no system packages)"
 	@echo "make test-notebooks  run every solution notebook on a real network (VM if needed)"
 	@echo "make test-browser    make lab's JupyterLab driven in headless Chromium"
@@ -46,8 +47,13 @@ check-provisioning:
 	bash scripts/setup.sh --test
 	bash scripts/check-provisioning.sh
 
-unit: lint
-	$(VENV)/bin/python -m pytest -q -m "not network and not vm and not grading and not system and not browser and not hub"
+# the unit tests (tests/conftest.py: --unit leaves out every stage's marker of pyproject.toml)
+# in parallel on JOBS processes (default: one per CPU)
+unit: dev
+	$(VENV)/bin/python -m pytest -q --unit -n $(or $(JOBS),auto)
+
+quick: dev
+	$(VENV)/bin/python -m pytest -q --quick -n $(or $(JOBS),auto)
 
 lint: dev
 	$(VENV)/bin/ruff check labtools tests benchmarks topologies solutions deploy

@@ -43,25 +43,24 @@ stage_end() {
 provision_pid=""
 hub_prep_pid=""
 half_pids=()  # the solution notebooks' two lab VMs, while they run
+# stop_job PID WHAT: stop a background job still running (its whole process group when it
+# has one of its own, else the process) and wait for it
+stop_job() {
+    local pid=$1
+    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
+    echo "== stopping $2 =="
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}
 report() {
     for pid in "${half_pids[@]}"; do
-        echo "== stopping the notebooks' lab VM still running (process group $pid) =="
-        kill -TERM -- "-$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
+        stop_job "$pid" "the notebooks' lab VM still running (process group $pid)"
     done
     # a stage that failed leaves no provisioning check running behind it (its VM, its
     # debootstrap): the whole process group of the background check is stopped
-    if [ -n "$provision_pid" ] && kill -0 "$provision_pid" 2>/dev/null; then
-        echo "== stopping the provisioning check still running in the background =="
-        kill -TERM -- "-$provision_pid" 2>/dev/null || kill -TERM "$provision_pid" 2>/dev/null || true
-        wait "$provision_pid" 2>/dev/null || true
-    fi
+    stop_job "$provision_pid" "the provisioning check still running in the background"
     # nor the hub's image build (its Docker daemon stops and the firewall is put back)
-    if [ -n "$hub_prep_pid" ] && kill -0 "$hub_prep_pid" 2>/dev/null; then
-        echo "== stopping the hub's image build still running in the background =="
-        kill -TERM "$hub_prep_pid" 2>/dev/null || true
-        wait "$hub_prep_pid" 2>/dev/null || true
-    fi
+    stop_job "$hub_prep_pid" "the hub's image build still running in the background"
     if [ -d results/junit ]; then
         echo "== where the time went: the slowest tests of each stage =="
         "$py" tests/slowest_tests.py results/junit 6 || true
@@ -109,8 +108,7 @@ stage_start "unit tests (beside short processes that start and end all the time)
 $py tests/process_churn.py --pause-ms 25 > results/process-churn.out &
 churn_pid=$!
 status=0
-$py -m pytest -q -m "not network and not vm and not grading and not system and not browser and not hub" \
-    --junitxml=results/junit/1-unit.xml "$@" || status=$?
+$py -m pytest -q --unit --junitxml=results/junit/1-unit.xml "$@" || status=$?
 kill -TERM "$churn_pid" 2>/dev/null || true
 wait "$churn_pid" 2>/dev/null || true
 cat results/process-churn.out
