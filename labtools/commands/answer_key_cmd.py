@@ -31,9 +31,6 @@ from typing import Any, Dict, List, Set
 from labtools.commands import options
 from labtools.errors import InputError
 
-#: nbgrader's folders that name the course's students
-STUDENT_FOLDERS = ("submitted", "autograded")
-
 
 def add_parser(sub: Any) -> None:
     """Register ``labtools answer-key``."""
@@ -57,7 +54,7 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print (or write) the keys; return 0."""
     from labtools.results import ownership
-    from labtools.teach.measured_keys import measured_keys, measured_labs
+    from labtools.teach.measured_keys import SUBMISSION_FOLDERS, measured_keys, measured_labs
 
     options.instructors_only("answer-key")
     if bool(args.students) == bool(args.all):
@@ -73,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         if student not in known:
             raise InputError(f"unknown student {student!r}: not listed in {listed} and no "
                              f"folder of theirs in {args.course}'s "
-                             f"{' or '.join(f + '/' for f in STUDENT_FOLDERS)}")
+                             f"{' or '.join(f + '/' for f in SUBMISSION_FOLDERS)}")
     if args.lab is not None:
         from labtools.judge.answer_keys import lab_number
         args.lab = lab_number(args.lab)
@@ -96,7 +93,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _submitters(course: Path) -> Set[str]:
     names: Set[str] = set()
-    for folder in STUDENT_FOLDERS:
+    from labtools.teach.measured_keys import SUBMISSION_FOLDERS
+
+    for folder in SUBMISSION_FOLDERS:
         place = course / folder
         if place.is_dir():
             names |= {p.name for p in place.iterdir() if p.is_dir()}
@@ -122,9 +121,11 @@ def _as_text(binding: Any, keys: List[Any], measured: Dict[str, Any]) -> str:
     from labtools.teach.question_values import format_values
 
     lines = [f"# {binding.describe()}"]
+    shown = set()
     for key in keys:
         lab = key.question_id[:2]
-        if lab in measured and key.question_id.endswith("-Q1"):
+        if lab in measured and lab not in shown:  # before the lab's first question
+            shown.add(lab)
             lines += _measured_lines(measured[lab])
         answer = "" if key.yes is None else f" (yes/no: {'yes' if key.yes else 'no'})"
         edge = " BORDERLINE: either answer" if key.borderline else ""
