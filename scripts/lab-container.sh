@@ -19,7 +19,7 @@ port=${LAB_PORT:-8888}
 work=${LAB_WORK:-$PWD/lab-work}
 case "$port" in ''|*[!0-9]*) echo "[lab] LAB_PORT must be a port number" >&2; exit 2 ;; esac
 if ! "$docker" image inspect "$image" >/dev/null 2>&1; then
-    echo "[lab] no image $image here: build it first (bash scripts/image.sh)" >&2
+    echo "[lab] no image $image here: load the one your instructor built (docker load < labtools-lab.tar.gz), or build it in the whole kit (bash scripts/image.sh)" >&2
     exit 1
 fi
 # The lab runs as you. Not as root: a root without capabilities may not map itself into a

@@ -17,12 +17,14 @@
 #   bash scripts/lab.sh                  # token generated, URL printed
 #   LAB_PORT=8899 JUPYTER_TOKEN=secret bash scripts/lab.sh
 #   LABTOOLS_MODE=instructor bash scripts/lab.sh
+#   LABTOOLS_QUICK=1 bash scripts/lab.sh # the probes' short durations (rehearsing a lab)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv=${LABTOOLS_VENV:-$here/.venv}
 port=${LAB_PORT:-8888}
 export LABTOOLS_MODE=${LABTOOLS_MODE:-student}
+export LABTOOLS_QUICK=${LABTOOLS_QUICK:-0}
 case "$LABTOOLS_MODE" in student|instructor) ;; *)
     echo "[lab] LABTOOLS_MODE must be student or instructor" >&2; exit 2 ;; esac
 if [ "$LABTOOLS_MODE" = instructor ] && [ -f "$here/labtools/EDITION" ]; then
@@ -101,5 +103,5 @@ WAIT
 waiter=$!
 trap 'kill $waiter 2>/dev/null || true' EXIT
 "$venv/bin/labtools" vm --if-needed --forward "$port" --env JUPYTER_TOKEN --env LAB_PORT="$port" \
-    --env LABTOOLS_MODE \
+    --env LABTOOLS_MODE --env LABTOOLS_QUICK \
     -- bash "$here/scripts/lab.sh" --serve
