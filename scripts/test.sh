@@ -108,7 +108,8 @@ stage_start "unit tests (beside short processes that start and end all the time)
 $py tests/process_churn.py --pause-ms 25 > results/process-churn.out &
 churn_pid=$!
 status=0
-$py -m pytest -q --unit --junitxml=results/junit/1-unit.xml "$@" || status=$?
+# in parallel, as `make unit` (pytest-xdist: 2 workers on the 2-core CI machine)
+$py -m pytest -q --unit -n "${LABTOOLS_UNIT_JOBS:-2}" --junitxml=results/junit/1-unit.xml "$@" || status=$?
 kill -TERM "$churn_pid" 2>/dev/null || true
 wait "$churn_pid" 2>/dev/null || true
 cat results/process-churn.out
