@@ -60,7 +60,9 @@ INCLUDED = ("pyproject.toml", "labtools", "topologies", "notebooks",
             "docs/students.md", "docs/reference.md", "docs/running.md",
             # what `make lab` and the lab VM (`vagrant up`) run
             "scripts/setup.sh", "scripts/lab.sh", "scripts/lab-service.sh",
-            "vagrant/Vagrantfile", "deploy/image/etc/labtools/jupyter/student")
+            "vagrant/Vagrantfile", "deploy/image/etc/labtools/jupyter/student",
+            # what a student with Docker runs the image their instructor built with
+            "scripts/lab-container.sh", "deploy/image/seccomp-userns.json")
 #: files of the kit written in the edition under another name: the edition's own Makefile
 #: (make lab, setup, clean: the kit's has the developers' targets, whose tests are not there)
 #: and README (the kit's speaks of what the edition leaves out: tests, solutions, the
