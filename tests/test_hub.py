@@ -466,6 +466,30 @@ def test_students_run_the_student_edition_the_instructor_the_whole_kit(course: C
     assert int(seen.stdout.split()[-1]) > 10
 
 
+def test_no_layer_of_the_student_image_holds_an_answer(image: str, tmp_path: Path):
+    """`docker save` gives every layer back, the ones a later step deleted from too: none
+    holds a file of the kit the student edition withholds (byte for byte, under any
+    name), a solution notebook or nbgrader's solution and hidden-test markers."""
+    from image_layers import leaks, withheld_files
+
+    edition = tmp_path / "edition"
+    labtools = Path(sys.executable).parent / "labtools"
+    done = subprocess.run([str(labtools), "bundle", "--students", str(edition)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    withheld = withheld_files(ROOT, edition)
+    assert len(withheld) > 10
+    began = time.monotonic()
+    saving = subprocess.Popen([DOCKER, "save", image], stdout=subprocess.PIPE)
+    assert saving.stdout is not None
+    with saving.stdout:
+        found, layers = leaks(saving.stdout, withheld)
+    saving.wait(timeout=600)
+    print(f"{image}: {layers} layers read in {time.monotonic() - began:.0f} s", flush=True)
+    assert layers > 3 and saving.returncode == 0
+    assert not found, found[:20]
+
+
 def test_instructor_releases_the_lab(course: Course):
     teacher = course.people[INSTRUCTOR]
     for folder in ("course/source", f"course/source/{ASSIGNMENT}"):
