@@ -285,3 +285,20 @@ def test_the_editions_editable_install_is_a_plain_path_entry(edition):
     assert 'package-dir = {"" = "."}' in pyproject and (edition / "labtools" / "__init__.py").is_file()
     with pytest.raises(InputError, match="out of date"):
         student_edition.installable(student_edition.PACKAGE_DATA)  # no setuptools table
+
+
+@pytest.mark.parametrize("where, words", [(".", "the kit's own folder"),
+                                          ("edition", "inside the kit's folder"),
+                                          ("solutions", "inside the kit's folder"),
+                                          ("..", "a folder around the kit")])
+def test_the_kit_itself_inside_or_around_it_is_refused_even_forced(where, words):
+    """`labtools bundle --students . --force` in the kit's folder once deleted 16 of its
+    files: the kit's folder, a folder in it or one around it is refused in one line, and
+    nothing is written or removed."""
+    before = sorted(p.name for p in ROOT.iterdir())
+    solutions = sorted(p.name for p in (ROOT / "solutions").iterdir())
+    done = run_cli(["bundle", "--students", str(ROOT / where), "--force"])
+    assert done.returncode == 2 and words in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    assert sorted(p.name for p in ROOT.iterdir()) == before
+    assert sorted(p.name for p in (ROOT / "solutions").iterdir()) == solutions

@@ -287,9 +287,17 @@ def _target(dest: Path, rel: str) -> Path:
     return path
 
 
-def check_destination(dest: Path, force: bool) -> None:
-    """Refuse a destination that is a link, a file, or a folder with something in it
-    (unless ``force``)."""
+def check_destination(dest: Path, force: bool, root: Path) -> None:
+    """Refuse a destination that is a link, a file, a folder with something in it (unless
+    ``force``), or one that is the kit ``root`` itself, inside it or around it (``--force``
+    there would write over the kit's own files)."""
+    where, kit = dest.resolve(), root.resolve()
+    if where == kit or kit in where.parents or where in kit.parents:
+        relation = ("the kit's own folder" if where == kit else
+                    "inside the kit's folder" if kit in where.parents else
+                    "a folder around the kit")
+        raise InputError(f"{dest} is {relation} ({kit}): write the student edition outside "
+                         "the kit")
     if dest.is_symlink():
         raise InputError(f"{dest} is a symbolic link: give a real folder")
     if dest.exists() and not dest.is_dir():
@@ -330,7 +338,8 @@ def write_edition(root: Path, dest: Path, force: bool = False) -> Bundle:
     """Write the student edition of the kit in ``root`` (its source folder) into ``dest``.
 
     Raises:
-        InputError: ``dest`` not empty (without ``force``), a link, or not a folder;
+        InputError: ``dest`` not empty (without ``force``), a link, not a folder, or the
+            kit's folder, inside it or around it;
             ``root`` not the kit's source folder, or itself a student edition.
     """
     if not (root / "pyproject.toml").is_file() or not (root / "notebooks").is_dir():
@@ -338,7 +347,7 @@ def write_edition(root: Path, dest: Path, force: bool = False) -> Bundle:
                          "notebooks/): the student edition is built from the full kit")
     if (root / "labtools" / settings.EDITION_FILE.name).exists():
         raise InputError(f"{root} is already a student edition")
-    check_destination(dest, force)
+    check_destination(dest, force, root)
     dest.mkdir(parents=True, exist_ok=True)
     _clear_left_out(dest)
     bundle = Bundle(dest)
