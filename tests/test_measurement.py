@@ -11,6 +11,7 @@ import pytest
 
 from labtools.judge import policy
 from labtools.judge.capacity import judge_capacity
+from labtools.judge.machine import MachineProfile
 from labtools.judge.measurement import JudgeContext, ProbeCall, judge_output, judge_summary
 from labtools.judge.shares import flows_spec, judge_flows
 from labtools.model import expect
@@ -128,6 +129,25 @@ def test_capacity_is_judged_from_its_steps(capture):
     assert search.summary.knee_mbps == 30.0 and search.summary.last_clean_mbps == 10.0
     assert search.estimate_mbps == max(s.summary.receiver_mbps for s in steps)
     assert search.verdicts[0].metric == "capacity estimate"
+
+
+@pytest.mark.parametrize("late_ms, verdict, words", [
+    (None, "suspicious", "datagrams lost below the path's rate"),
+    (12.0, "inconclusive", "timers fired up to 12.0 ms late")])
+def test_a_low_capacity_estimate_says_why_with_the_steps_own_timers(capture, late_ms, verdict,
+                                                                    words):
+    """A search whose estimate came out low is judged with the lateness its own steps
+    measured beside them (the lab's context has none): late timers make it inconclusive
+    with the number; otherwise the reason is UDP's, not a TCP window's."""
+    machine = MachineProfile(0.1, 0.2, 80.0, "vm-tcg")
+    step = judge_output("iperf", _text("iperf2", "udp_interval.txt"), capture, "a1", "b1",
+                        JudgeContext(offered_mbps=10.0, machine=machine, machine_late_ms=late_ms))
+    search = judge_capacity(capture, "a1", "b1", [step], ["ramp"], [10.0],
+                            JudgeContext(machine=machine))
+    row = search.verdicts[0]
+    assert row.measured < policy.RATE_OK_LOW * row.expected  # the estimate is low
+    assert row.verdict == verdict and words in row.reason, row.reason
+    assert "window" not in row.reason
 
 
 def test_a_saved_measurement_is_rebuilt_without_a_network(tmp_path, capture):

@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
 from labtools.judge import policy, verdicts
+from labtools.judge.machine import MachineProfile
 from labtools.judge.measurement import JudgeContext, Measurement
 from labtools.judge.together import JudgedTogether
 from labtools.judge.verdicts import Verdict
-from labtools.model.expect import PairExpectation, expect_pair
+from labtools.model.expect import PairExpectation, expect_pair, shaped_rates_mbps
 from labtools.model.topology import Topology
 from labtools.tools.rows import Rows
 from labtools.tools.summaries import UdpSummary, require_kind
@@ -104,6 +105,17 @@ def summarize_search(rows: Rows) -> CapacitySummary:
     return CapacitySummary(estimate, knee, clean, len(rows))
 
 
+def _machine_during(topo: Topology, src: str, dst: str, steps: Sequence[Measurement],
+                    context: Optional[JudgeContext]) -> Optional[MachineProfile]:
+    """The lab's calibration with the latest its timers fired during any step of the search
+    (each step's run measured it beside the lab: a loss that ends a search early may be the
+    machine's), on the shaped links of ``src`` -> ``dst``; None when not calibrated."""
+    if context is None or context.machine is None:
+        return None
+    late = [s.context.machine_late_ms for s in steps if s.context.machine_late_ms is not None]
+    return context.machine.during(max(late, default=None), shaped_rates_mbps(topo, src, dst))
+
+
 def judge_capacity(topo: Topology, src: str, dst: str, steps: Sequence[Measurement],
                    phases: Sequence[str], offered: Sequence[float],
                    context: Optional[JudgeContext] = None) -> CapacitySearch:
@@ -113,6 +125,7 @@ def judge_capacity(topo: Topology, src: str, dst: str, steps: Sequence[Measureme
     expected = expect_pair(topo, src, dst)
     row = verdicts.rate_verdict(summary.estimate_mbps, expected.udp_goodput_ceiling_mbps,
                                 metric="capacity estimate",
-                                machine=None if context is None else context.machine)
+                                machine=_machine_during(topo, src, dst, steps, context),
+                                low_causes=verdicts.UDP_LOW_CAUSES)
     return CapacitySearch(src, dst, list(steps), summary, expected, [row], rows=rows,
                           context=context or JudgeContext())

@@ -253,12 +253,22 @@ def loaded_rtt_verdict(p50_ms: Optional[float], model: "LoadedRtt", machine_ms: 
 
 
 # --- rates ---------------------------------------------------------------------------------
+#: what else holds a TCP transfer's rate low, besides a busy machine
+TCP_LOW_CAUSES = "too small a window, loss or competing traffic"
+#: what else holds a UDP rate (a capacity search's estimate) low: a step lost datagrams
+#: below the path's rate
+UDP_LOW_CAUSES = ("datagrams lost below the path's rate: competing traffic, or a CPU too "
+                  "busy to forward them")
+
+
 def rate_verdict(measured_mbps: Optional[float], expected_mbps: Optional[float],
                  metric: str = "receiver_rate", load_mbps: Optional[float] = None,
-                 machine: Optional[MachineProfile] = None) -> Verdict:
+                 machine: Optional[MachineProfile] = None,
+                 low_causes: str = TCP_LOW_CAUSES) -> Verdict:
     """A receiver-side rate against its expectation (Mbit/s). ``load_mbps``: the total the
     network had to carry at the time (default: ``expected_mbps``), compared with what the
-    ``machine`` forwards when the rate comes out low."""
+    ``machine`` forwards when the rate comes out low; ``low_causes``: what else makes such
+    a rate low (:data:`TCP_LOW_CAUSES`, :data:`UDP_LOW_CAUSES`)."""
     if measured_mbps is None:
         return Verdict(metric, expected_mbps, None, "Mbit/s", INVALID, "no receiver rate reported")
     if expected_mbps is None:
@@ -273,7 +283,8 @@ def rate_verdict(measured_mbps: Optional[float], expected_mbps: Optional[float],
                        f"{ratio:.0%} of the expected {expected_mbps:.2f} Mbit/s"
                        + _shortfall_note(measured_mbps, expected_mbps,
                                          load_mbps or expected_mbps, machine))
-    return _low_rate(metric, measured_mbps, expected_mbps, load_mbps or expected_mbps, machine)
+    return _low_rate(metric, measured_mbps, expected_mbps, load_mbps or expected_mbps, machine,
+                     low_causes)
 
 
 def loss_limited_verdict(measured_mbps: Optional[float], estimate_mbps: float,
@@ -326,7 +337,7 @@ def _shortfall_note(measured: float, expected: float, load: float,
 
 
 def _low_rate(metric: str, measured: float, expected: float, load: float,
-              machine: Optional[MachineProfile]) -> Verdict:
+              machine: Optional[MachineProfile], causes: str = "") -> Verdict:
     ratio = measured / expected
     if machine is not None and not policy.fits_machine(load, machine.forward_mbps):
         return Verdict(metric, expected, measured, "Mbit/s", INCONCLUSIVE,
@@ -337,7 +348,7 @@ def _low_rate(metric: str, measured: float, expected: float, load: float,
     if late is not None:
         return Verdict(metric, expected, measured, "Mbit/s", INCONCLUSIVE,
                        f"inconclusive: only {ratio:.0%} of {expected:.2f} Mbit/s; {late}")
-    why = "too small a window, loss or competing traffic"
+    why = causes or TCP_LOW_CAUSES
     if machine is None:
         why += ", or an overloaded CPU (not calibrated)"
     return Verdict(metric, expected, measured, "Mbit/s", SUSPICIOUS,
