@@ -302,3 +302,16 @@ def test_the_kit_itself_inside_or_around_it_is_refused_even_forced(where, words)
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
     assert sorted(p.name for p in ROOT.iterdir()) == before
     assert sorted(p.name for p in (ROOT / "solutions").iterdir()) == solutions
+
+
+def test_lab_7s_options_and_lab_1s_rules_run_without_source_or_docstrings(edition):
+    """parse_amount (lab 7 asks for it) and the capacity search's rules (lab 1) run in the
+    edition, from bytecode with no docstring and no source to read."""
+    done = _python(edition, "import inspect\n"
+                   "from labtools.tools.simpleperf import options, server\n"
+                   "from labtools.judge import capacity\n"
+                   "print(options.parse_amount('10MB'), options.__doc__, server.__doc__,\n"
+                   "      capacity.summarize_search.__doc__, capacity.__file__.endswith('.pyc'))\n"
+                   "inspect.getsource(options.parse_amount)\n")
+    assert done.stdout.split() == ["10000000", "None", "None", "None", "True"], done.stderr
+    assert done.returncode == 1 and "could not get source code" in done.stderr

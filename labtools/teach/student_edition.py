@@ -8,10 +8,12 @@ as source:
 
 - :data:`LEFT_OUT`: files and folders not copied at all (``solutions/``, the instructors'
   and developers' pages);
-- :data:`BYTECODE_ONLY`: the kit's own simpleperf client, server and report (lab 7's
-  answer). Labs 2 and 7 measure with the kit's simpleperf (its server counts what your
-  client sends), so they ship compiled for the Python that bundled them: they run, their
-  source is not there (``inspect.getsource`` fails);
+- :data:`BYTECODE_ONLY`: the kit's own simpleperf client, server, report and option
+  parsing (lab 7's answer), and lab 1's rules of a capacity search. Labs 2 and 7 measure
+  with the kit's simpleperf (its server counts what your client sends), lab 1 judges your
+  search's steps with those rules, so they ship compiled for the Python that bundled them,
+  without docstrings or asserts (:data:`BYTECODE_OPTIMIZE`): they run, their source is not
+  there (``inspect.getsource`` fails);
 - :data:`STUBBED`: functions whose body is replaced by a one-line refusal that says how to
   get the real thing (lab 1's capacity search: ``search_rates``; the instructor's
   ``labtools answer-key``);
@@ -114,7 +116,15 @@ BYTECODE_ONLY: Tuple[Omission, ...] = (
     Omission("labtools/tools/simpleperf/client.py", "lab 7: the simpleperf client you write"),
     Omission("labtools/tools/simpleperf/server.py", "lab 7: the simpleperf server you write"),
     Omission("labtools/tools/simpleperf/report.py", "lab 7: the report you write"),
+    Omission("labtools/tools/simpleperf/options.py",
+             "lab 7: the options you parse (parse_amount); the kit's client and server use it"),
+    Omission("labtools/judge/capacity.py",
+             "lab 1: the rules of the capacity search you write (saturated, the knee, the "
+             "estimate); the kit judges your search's steps with it"),
 )
+#: how the bytecode-only modules are compiled: ``-OO`` (no docstrings, no asserts), so
+#: that the bytecode carries only what runs
+BYTECODE_OPTIMIZE = 2
 #: functions replaced by a refusal
 STUBBED: Tuple[Stub, ...] = (
     Stub("labtools/lab/capacity.py", "search_rates",
@@ -358,7 +368,8 @@ def write_edition(root: Path, dest: Path, force: bool = False) -> Bundle:
     for rel in files:
         if rel in compiled:
             out = _target(dest, rel[:-len(".py")] + ".pyc")
-            py_compile.compile(str(root / rel), cfile=str(out), dfile=rel, doraise=True)
+            py_compile.compile(str(root / rel), cfile=str(out), dfile=rel, doraise=True,
+                               optimize=BYTECODE_OPTIMIZE)
             bundle.compiled.append(rel)
             continue
         out = _target(dest, rel)
