@@ -13,7 +13,7 @@ help:
 	@echo "make test-browser    make lab's JupyterLab driven in headless Chromium"
 	@echo "make test-timing     the timing-dependent network tests ROUNDS times (default 20)"
 	@echo "make check-provisioning  the lab VM's provisioning on a fresh Debian 12 under systemd"
-	@echo "make demo     run the five test cases on the reference topology"
+	@echo "make demo     run the five test cases on the reference topology (a live one: labtools demo PRESET, docs/demo.md)"
 	@echo "make students regenerate the student notebooks from solutions/"
 	@echo "make bench    every benchmark (about an hour): BENCHMARKS.md and benchmarks/results/"
 	@echo "make clean    remove leftovers of a crashed lab"

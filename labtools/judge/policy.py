@@ -136,6 +136,20 @@ CAPACITY_HEADROOM = 0.9
 #: network (three shaped links) reached 58-67 % at 0.6-0.9 x its bottleneck's burst alone
 TIMERS_LATE_FRACTION = 0.5
 
+# --- live demonstrations (labtools.lab.live) ----------------------------------------------
+#: seconds between a live demonstration's samples
+LIVE_SAMPLE_INTERVAL_S = 1.0
+#: samples further apart than this (median, seconds) cannot show cause and effect on a
+#: projector: the demonstration says the machine is too slow, with the numbers
+LIVE_SLOW_SAMPLE_S = 1.5
+#: seconds within which the RTT must follow a change of a link's delay
+LIVE_FOLLOW_S = 2.0
+#: how far (relative to the new RTT of the empty path; at least ``RTT_TOL_MS``) the RTT
+#: after a delay change may sit from the RTT before it plus the expected step: the median's
+#: step, and the first reply that counts as having followed
+#: (:func:`labtools.lab.live_plan.rtt_follow`)
+LIVE_RTT_TOL_REL = 0.25
+
 
 # --- graded conclusions ------------------------------------------------------------------
 #: two rates closer than this fraction are not told apart by one lab's runs: a UDP stream

@@ -134,6 +134,12 @@ def _ends(part: Topology, link: Link) -> Tuple[Tuple[str, str], Tuple[str, str]]
     return names[0], names[1]
 
 
+def link_devices(part: Topology, link: Link) -> Tuple[Tuple[str, str], Tuple[str, str]]:
+    """(node, interface name) of both ends of ``link`` of ``part``, as the plan names them
+    (a switch's end is its port in the lab's own namespace)."""
+    return _ends(part, link)
+
+
 def plan_network(parts: Sequence[Topology]) -> NetPlan:
     """The plan of a network made of ``parts`` (the lab's topology, the calibration
     network...); their node names must not clash."""

@@ -72,6 +72,13 @@ PREDICTIONS = """CREATE TABLE IF NOT EXISTS predictions (
         "case" TEXT NOT NULL DEFAULT '', topology TEXT NOT NULL DEFAULT '', student TEXT,
         question TEXT NOT NULL, answer REAL, correct INTEGER NOT NULL,
         recorded_at TEXT NOT NULL)"""
+#: a live demonstration's samples and knob changes (:mod:`labtools.results.live_events`);
+#: a file written before it existed reads as holding none (created at its next write)
+LIVE_EVENTS = """CREATE TABLE IF NOT EXISTS live_events (
+        id INTEGER PRIMARY KEY AUTOINCREMENT, demo_id TEXT NOT NULL, kind TEXT NOT NULL,
+        t_s REAL NOT NULL, recorded_at TEXT NOT NULL, session_id TEXT NOT NULL DEFAULT '',
+        "case" TEXT NOT NULL DEFAULT '', topology TEXT NOT NULL DEFAULT '',
+        values_json TEXT NOT NULL)"""
 #: the columns of ``runs`` a save writes (all but ``id``), in order
 RUN_COLUMNS = (
     "schema_version", "started_at", "finished_at", "topology", "topology_json",
@@ -94,6 +101,7 @@ STATEMENTS = [
     GROUPS,
     TRANSCRIPTS,
     PREDICTIONS,
+    LIVE_EVENTS,
 ]
 
 

@@ -52,6 +52,11 @@ its output and exit status), ``transcript`` (what the terminal showed); see
 h4``), ``answer`` (NULL when not a number), ``correct`` (0 or 1), ``recorded_at``; see
 :mod:`labtools.results.predictions`. A file written before it existed reads as holding none.
 
+``live_events`` — one row per sample or knob change of a live demonstration: ``id``,
+``demo_id``, ``kind``, ``t_s`` (seconds after its start), ``recorded_at``, ``session_id``,
+``case``, ``topology``, ``values_json``; see :mod:`labtools.results.live_events`. A file
+written before it existed reads as holding none.
+
 ``samples(run_id, row, values_json)`` — one row per table row; :meth:`ResultStore.samples`
 rebuilds the DataFrame with its columns and dtypes.
 
@@ -83,6 +88,12 @@ from labtools.results.columns import (
     run_row,
     table_values,
 )
+from labtools.results.live_events import (
+    LIVE_EVENT_COLUMNS,
+    LiveEvent,
+    live_event_record,
+    live_event_row,
+)
 from labtools.results.predictions import (
     PREDICTION_COLUMNS,
     Prediction,
@@ -113,7 +124,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 __all__ = ["SCHEMA_VERSION", "DEFAULT_PATH", "FILTERS", "ResultStore", "RunRecord",
-           "GroupRecord", "ShellTranscript", "Prediction", "store_file"]
+           "GroupRecord", "ShellTranscript", "Prediction", "LiveEvent", "store_file"]
 
 DEFAULT_PATH = Path("results") / "labtools.sqlite"
 BUSY_TIMEOUT_S = 30.0
@@ -270,7 +281,24 @@ class ResultStore(StoreReads):
                                      [row[c] for c in PREDICTION_COLUMNS])
                 record.id = int(cursor.lastrowid or 0)
 
+    def save_live_events(self, events: Sequence[LiveEvent]) -> None:
+        """Write a live demonstration's events in one transaction (their ids are set)."""
+        rows = [live_event_row(e) for e in events]
+        with self._transaction(f"cannot save the live demonstration to {self.path}") as con:
+            for event, row in zip(events, rows):
+                cursor = con.execute(_insert("live_events", LIVE_EVENT_COLUMNS),
+                                     [row[c] for c in LIVE_EVENT_COLUMNS])
+                event.id = int(cursor.lastrowid or 0)
+
     # --- reading -------------------------------------------------------------------
+    def live_events(self, **filters: Any) -> List[LiveEvent]:
+        """A live demonstration's events (oldest first); filters on ``demo_id``, ``kind``,
+        ``session_id``, ``case``."""
+        rows = self._optional_rows("live_events", filters,
+                                   ("demo_id", "kind", "session_id", "case"))
+        return [live_event_record(dict(r), f"{self.path}: live_events row {r['id']}")
+                for r in rows]
+
     def transcripts(self, **filters: Any) -> List[ShellTranscript]:
         """The terminal sessions on nodes (oldest first); filters as for :meth:`runs` on
         ``session_id``, ``case``, ``node``, ``student``."""
