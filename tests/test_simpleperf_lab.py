@@ -12,6 +12,7 @@ and must be caught with a line that says what is wrong.
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import sqlite3
 import struct
@@ -35,7 +36,6 @@ from labtools.teach.simpleperf_checks import (
 from labtools.teach.simpleperf_runs import (
     kit_client,
     kit_server,
-    load_module,
     student_client,
     student_server,
 )
@@ -112,8 +112,16 @@ def test_the_program_has_its_five_files_and_the_student_gets_the_same_given_ones
         ast.parse(theirs[written])  # the skeleton is a program that runs
 
 
+def _imported_here(path: Path):
+    """``path`` imported in this Python (its ``struct`` objects compared with the kit's)."""
+    spec = importlib.util.spec_from_file_location(f"given_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_the_given_protocol_is_the_kits(solution):
-    given = load_module(solution / "protocol.py")
+    given = _imported_here(solution / "protocol.py")
     assert given.VERSION == kit_protocol.VERSION
     for name in ("HELLO", "WELCOME", "END", "RECORD"):
         assert getattr(given, name).format == getattr(kit_protocol, name).format, name

@@ -10,6 +10,10 @@ JSON output is what is parsed and judged, so the verdicts stand on the same coun
 the kit's own client. A transfer the kit's server did not see end with the client's END
 record is the tool's error, with the client's last line.
 
+The program runs with a Python that cannot import the kit
+(:mod:`labtools.lab.kit_free_python`): a client that hands its work to the kit fails, and
+the tool's error says so in one line.
+
 Kept with the measurement (``extra``, saved and replayed like the rest): the report the
 client printed (``client_report``) and a digest of the program's source
 (``program_sha256``), so that a graded check can tell whether the program changed since
@@ -19,13 +23,13 @@ it measured.
 from __future__ import annotations
 
 import hashlib
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Union
 
 from labtools.errors import InputError, LabtoolsError, ToolError
 from labtools.judge.measurement import JudgeContext, Measurement, ProbeCall, judge_parsed
+from labtools.lab import kit_free_python
 from labtools.lab.machine_watch import LatenessWatch
 from labtools.lab.processes import (
     TIMEOUT_MARGIN_S,
@@ -45,12 +49,12 @@ Program = Union[str, Path]
 
 
 def program_argv(program: Program) -> List[str]:
-    """How the kit starts a student's program: this Python, no bytecode files (a
-    ``.pyc`` a second old could outlive an edit), without ``site`` (``-S``: the standard
-    library only, as lab 7 asks; no installed package on the path, no ``exit()``
-    builtin; and 30-40 ms less for each of the 26 starts of lab 7's checks, on every
-    submission graded), the program's absolute path."""
-    return [sys.executable, "-B", "-S", str(Path(program).resolve())]
+    """How the kit starts a student's program: with a Python that cannot import the kit,
+    without bytecode files, isolated, without ``site`` (the standard library only, as
+    lab 7 asks; no ``exit()`` builtin), the program's absolute path
+    (:func:`labtools.lab.kit_free_python.argv`). Run it in
+    :func:`labtools.lab.kit_free_python.environment`."""
+    return kit_free_python.argv(Path(program))
 
 
 def program_files(program: Program) -> List[Path]:
@@ -87,8 +91,9 @@ def program_sha256(program: Program) -> str:
 def client_args(program: Program, options: toolargs.SimpleperfOptions) -> List[str]:
     """The student's client with the options the kit's client gets (``-c -I -p -t -i
     -P``, :meth:`labtools.tools.args.SimpleperfOptions.options`), without ``--json``: the
-    assignment's tool prints its report as a table."""
-    return [*program_argv(program), *options.options()]
+    assignment's tool prints its report as a table. Run through ``env`` in the clean
+    environment of :mod:`labtools.lab.kit_free_python`."""
+    return kit_free_python.with_environment([*program_argv(program), *options.options()])
 
 
 def measure(lab: "LabSession", src: str, dst: str, program: Program,
@@ -112,6 +117,10 @@ def measure(lab: "LabSession", src: str, dst: str, program: Program,
             ended = wait_output(server, server_argv, dst, TIMEOUT_MARGIN_S)
             served = ended
         context = replace(context, machine_late_ms=timers.late_ms)
+        handed = kit_free_python.handoff(f"your simpleperf client ({Path(program).name})",
+                                         report)
+        if handed:
+            raise ToolError(handed)
         parsed = parse_output("simpleperf", dst, ended)
         if not parsed.summary.get("complete"):
             raise ToolError(

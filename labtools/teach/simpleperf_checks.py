@@ -29,6 +29,7 @@ from typing import Any, Dict, List, Optional
 
 from labtools.errors import ParseError
 from labtools.judge import policy
+from labtools.lab import kit_free_python
 from labtools.teach.simpleperf_runs import Finished
 from labtools.tools.parsers import parse
 from labtools.tools.parsers.simpleperf import json_records
@@ -241,7 +242,12 @@ def client_problems(run: Finished, connections: int, amount_bytes: Optional[int]
     for (``-n``) or lasting the time asked for (``-t``); with an interval, interval rows
     (:func:`interval_problems`); without, none. With ``unit`` (its ``-f``), every row in
     that unit. Amounts in units of 1024 bytes (:func:`binary_rate_problems`) are told
-    alone: every amount and rate of the report is then off by as much."""
+    alone: every amount and rate of the report is then off by as much; a client that
+    handed its work to the kit (:func:`labtools.lab.kit_free_python.handoff`) is told so
+    in one line, alone."""
+    handed = kit_free_python.handoff("your client", run.out + run.err)
+    if handed:
+        return [handed]
     report = read_report(run.out)
     problems = [] if run.status == 0 else [f"your client ended with {run.why()}"]
     binary = binary_rate_problems("your client", report.totals + report.intervals, unit)
@@ -278,7 +284,11 @@ def server_problems(output: str, sent: Dict[str, int], unit: str = "") -> List[s
     """What is wrong with the student's server's report of connections that sent
     ``sent`` (ID -> data bytes): one total row each, with those bytes. With ``unit``, its
     ``-f``: every row in that unit, and a row read in it (amounts in units of 1024 bytes
-    are named as such, with or without ``unit``)."""
+    are named as such, with or without ``unit``). A server that handed its work to the
+    kit is told so in one line, alone."""
+    handed = kit_free_python.handoff("your server", output)
+    if handed:
+        return [handed]
     report = read_report(output, server=True)
     problems = unit_problems("your server", report.totals, unit)
     for ident, nbytes in sent.items():
