@@ -11,6 +11,10 @@ What it adds to DockerSpawner (configured in jupyterhub_config.py):
   user's first start and kept in the hub's data folder, uids.json), so nbgrader's
   exchange, shared by every server, keeps students' submissions apart by ownership as on a
   multi-user machine, and the user's volume stays theirs;
+- the course's folder in nbgrader's exchange (``COURSE/`` and its ``outbound``,
+  ``inbound`` and ``feedback``), made by the hub in the exchange's volume before any server
+  starts, owned by the instructor's user id (exchange_folder.py): no student can make it
+  first and stop the instructor's releases;
 - the hub's API address on that network, the user's role (instructor or student) and the
   course, in the server's environment;
 - /proc and /sys unmasked for the container (Docker's ``systempaths=unconfined``): a lab's
@@ -25,6 +29,7 @@ import asyncio
 import ipaddress
 import json
 import os
+from pathlib import Path
 from typing import Any, Dict
 
 from course_settings import (
@@ -36,9 +41,12 @@ from course_settings import (
     server_uid,
 )
 from dockerspawner import DockerSpawner
+from exchange_folder import make as make_exchange
 
 #: serialises network creation and removal (two spawns at once must not race for names)
 _NETWORK_LOCK = asyncio.Lock()
+#: serialises making the exchange's course folder
+_EXCHANGE_LOCK = asyncio.Lock()
 #: the file of server numbers in the hub's data folder
 NUMBERS_FILE = "uids.json"
 
@@ -93,13 +101,31 @@ class LabSpawner(DockerSpawner):
         return self.course.instructor_image if self.role == "instructor" else self.course.image
 
     async def start(self) -> Any:
-        """Make the server's network, then start its container on it as its user id."""
+        """Make the course's exchange folder and the server's network, then start its
+        container on it as its user id."""
         uid = server_uid(self.lab_number)
         self.image = self.role_image
         self.network_name = self.lab_network
         self.extra_create_kwargs = {"user": f"{uid}:{uid}", "hostname": "lab"}
+        await self._ensure_exchange()
         await self._ensure_network()
         return await super().start()
+
+    async def _ensure_exchange(self) -> None:
+        """The exchange's volume (made if missing) holds ``COURSE/`` and its folders,
+        owned by the instructor's server's user id (exchange_folder.py)."""
+        from docker.errors import NotFound
+
+        name = f"{resource_prefix(self.course.course_id)}exchange"
+        async with _EXCHANGE_LOCK:
+            try:
+                volume = await super().docker("inspect_volume", name)
+            except NotFound:
+                volume = await super().docker(
+                    "create_volume", name=name, labels={"labhub.course": self.course.course_id})
+            instructor = server_uid(number_of(self.course, self.course.instructor))
+            make_exchange(Path(volume["Mountpoint"]), self.course.course_id, instructor,
+                          instructor, say=self.log.warning)
 
     async def stop(self, now: bool = False) -> None:
         """Stop (and remove) the container, then its network."""
