@@ -33,7 +33,7 @@ from typing import Any, Dict, List, Tuple
 import nbformat
 from common import RESULTS, ROOT, machine_info, say, write_json
 
-from labtools.teach import class_grading
+from labtools.instructor import class_grading
 from labtools.teach import notebook_files as notebooks
 
 PY = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").is_dir() else sys.executable
@@ -175,7 +175,7 @@ def report_lines(data: Dict[str, Any]) -> List[str]:
                   f"{anew['cpu_s']:.1f} | {anew['cpu_s'] / lab['floor']['cpu_s']:.2f} x the "
                   "floor |", "",
                   "The labs' kernels are forked from one that has imported their modules "
-                  "(labtools.teach.grading_kernels; the floor's are nbgrader's own); the "
+                  "(labtools.instructor.grading_kernels; the floor's are nbgrader's own); the "
                   "same grades with kernels started anew: "
                   f"{'yes' if lab['same_grades_kernels_anew'] else 'NO'}."]
     lines.append("")

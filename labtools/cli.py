@@ -2,11 +2,13 @@
 
 Each subcommand lives in its own module, which exposes ``add_parser(subparsers)``; that
 function registers the subcommand and sets ``handler`` (``args -> exit code``). The
-registry below lists them explicitly. User errors (:class:`LabtoolsError`, and arguments
-the parser refuses) print one line on stderr and exit with status 2; so does output that
-cannot be written (``> /dev/full``: "cannot write to standard output"). A reader that
-closes the pipe early (``| head``) ends the command quietly with status 0; Ctrl-C exits
-with 130.
+registry below lists them explicitly; the instructor's subcommands live in the instructor's
+wing (:mod:`labtools.instructor.commands`), which the student edition leaves out: there
+such a command says so in one line and exits with status 2. User errors
+(:class:`LabtoolsError`, and arguments the parser refuses) print one line on stderr and
+exit with status 2; so does output that cannot be written (``> /dev/full``: "cannot write
+to standard output"). A reader that closes the pipe early (``| head``) ends the command
+quietly with status 0; Ctrl-C exits with 130.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import argparse
 import importlib
 import os
 import sys
+from types import ModuleType
 from typing import Any, List, NoReturn, Optional, TextIO
 
 from labtools import __version__
@@ -30,12 +33,16 @@ COMMANDS = {
     "clean": "labtools.commands.clean_cmd",
     "vm": "labtools.commands.vm_cmd",
     "doctor": "labtools.commands.doctor_cmd",
-    "class-report": "labtools.commands.class_report_cmd",
+    "class-report": "labtools.instructor.commands.class_report_cmd",
     "shell": "labtools.commands.shell_cmd",
-    "answer-key": "labtools.commands.answer_key_cmd",
-    "bundle": "labtools.commands.bundle_cmd",
-    "autograde": "labtools.commands.autograde_cmd",
+    "answer-key": "labtools.instructor.commands.answer_key_cmd",
+    "bundle": "labtools.instructor.commands.bundle_cmd",
+    "autograde": "labtools.instructor.commands.autograde_cmd",
+    "course": "labtools.instructor.commands.course_cmd",
+    "demo": "labtools.commands.demo_cmd",
 }
+#: the package of the instructor's subcommands, which the student edition leaves out
+INSTRUCTOR_WING = "labtools.instructor"
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -87,9 +94,43 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"labtools {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for module_name in COMMANDS.values():
-        importlib.import_module(module_name).add_parser(sub)
+    for name, module_name in COMMANDS.items():
+        module = _command_module(module_name)
+        if module is None:
+            _add_absent(sub, name)
+        else:
+            module.add_parser(sub)
     return parser
+
+
+def _command_module(module_name: str) -> Optional[ModuleType]:
+    """The module of a subcommand, or None where it is an instructor's that is not there at
+    all (the student edition has no :data:`INSTRUCTOR_WING`); any other module that fails
+    to import fails."""
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as err:
+        missing = err.name or ""
+        if module_name.startswith(INSTRUCTOR_WING + ".") and (
+                module_name == missing or module_name.startswith(missing + ".")):
+            return None
+        raise
+
+
+def _add_absent(sub: Any, name: str) -> None:
+    """Register ``name`` as a command this copy of the kit does not have (the instructor's,
+    in the student edition): whatever its arguments, ``--help`` too, it says so in one line
+    on stderr and exits with status 2."""
+    p = sub.add_parser(name, add_help=False, prefix_chars="\0",
+                       help="an instructor's command: not part of the student edition")
+    p.add_argument("words", nargs="*")
+    p.set_defaults(handler=lambda _args: _absent(name))
+
+
+def _absent(name: str) -> int:
+    print(f"`labtools {name}` is an instructor's command: not part of the student edition",
+          file=sys.stderr)
+    return 2
 
 
 def main(argv: Optional[List[str]] = None) -> int:

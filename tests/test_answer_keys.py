@@ -1,4 +1,4 @@
-"""Answer keys for each student's network (labtools/judge/answer_keys.py): every yes/no
+"""Answer keys for each student's network (labtools/instructor/answer_keys.py): every yes/no
 conclusion of the rubrics checked against the kit's own model over 2,000 variants and the
 reference; no number of the reference network left in a graded question, answer or rubric
 of labs 00-06; the notebooks' question ids and settings as the keys know them; the values
@@ -20,9 +20,10 @@ import nbformat
 import pytest
 
 from labtools.errors import InputError
-from labtools.judge import answer_key_questions as keyq
-from labtools.judge import answer_key_sharing as keys_sharing
-from labtools.judge.answer_keys import (
+from labtools.instructor import answer_key_questions as keyq
+from labtools.instructor import answer_key_sharing as keys_sharing
+from labtools.instructor.answer_key_page import key_page_name, render_page
+from labtools.instructor.answer_keys import (
     ANSWER_KEYS,
     LAB_TOPOLOGIES,
     keys_for,
@@ -33,17 +34,17 @@ from labtools.judge.capacity import is_saturated
 from labtools.judge.question_givens import QUESTION_GIVENS, givens
 from labtools.lab.capacity import SearchSettings, search_rates
 from labtools.model import expect
+from labtools.model.choice import TopologyChoice
 from labtools.model.fairness import max_min_shares, parse_flows
 from labtools.model.queues import loaded_rtt
 from labtools.model.topology import Topology
-from labtools.teach.answer_key_page import key_page_name, render_page
 from labtools.teach.question_values import question_values, show_question_values
 from tests.conftest import ROOT, run_cli
 
 SOLUTIONS = ROOT / "solutions"
 LABS = sorted(SOLUTIONS.glob("0[0-6]-*.ipynb"))
 VARIANTS = [""] + [f"s{i:04d}" for i in range(2000)]
-PITFALLS = LAB_TOPOLOGIES["06"]
+PORTFOLIO, PITFALLS = LAB_TOPOLOGIES["00"], LAB_TOPOLOGIES["06"]
 
 
 # --- every yes/no conclusion against the model -----------------------------------------
@@ -156,7 +157,7 @@ def _route_cache(real: Callable[..., expect.PathInfo]) -> Callable[..., expect.P
 
 @pytest.fixture()
 def routes_once(monkeypatch):
-    from labtools.judge import answer_key_sharing
+    from labtools.instructor import answer_key_sharing
     from labtools.model import fairness, queues
 
     cached = _route_cache(expect.path)
@@ -173,8 +174,8 @@ def test_a_route_computed_once_is_each_variants_route():
             assert cached(topo, src, dst) == expect.path(topo, src, dst)
 
 
-def _topologies(variant: str) -> Dict[str, Topology]:
-    return {spec: kit_topology(spec, variant) for spec in ("portfolio", PITFALLS)}
+def _topologies(variant: str) -> Dict[TopologyChoice, Topology]:
+    return {spec: kit_topology(spec, variant) for spec in (PORTFOLIO, PITFALLS)}
 
 
 def test_every_conclusion_agrees_with_the_model_on_2000_variants_and_the_reference(routes_once):
@@ -249,15 +250,15 @@ def test_every_l2_delay_of_21_ms_leaves_lab_2_q3_to_either_answer():
 def test_rounded_numbers_never_contradict_their_conclusion():
     for variant in VARIANTS:
         topos = _topologies(variant)
-        q3 = keyq.q02_3(topos["portfolio"])
+        q3 = keyq.q02_3(topos[PORTFOLIO])
         after, bdp = _numbers(r"after the cut about ([\d.]+) packets, .*?≈ ([\d.]+) packets",
                               q3.answer.lower())
         assert (after < bdp) == q3.yes and after != bdp, (variant, q3.answer)
-        q1 = keys_sharing.q04_1(topos["portfolio"])
+        q1 = keys_sharing.q04_1(topos[PORTFOLIO])
         if q1.yes:
             half, l3 = _numbers(r"Half of L2 \(([\d.]+) Mbit/s\) is below L3's ([\d.]+)", q1.answer)
             assert half < l3, (variant, q1.answer)
-        dropped = keyq.q01_1(topos["portfolio"])
+        dropped = keyq.q01_1(topos[PORTFOLIO])
         if dropped.conclusions[1].holds:
             frames, l2 = _numbers(r"([\d.]+) Mbit/s of frames against its ([\d.]+)",
                                   dropped.answer)
@@ -465,7 +466,7 @@ def test_the_keys_use_the_notebooks_settings():
     assert _assigned(lab1, "RATE_MBPS") == keyq.LAB1_RATE_MBPS
     assert (_assigned(lab1, "START_MBPS"), _assigned(lab1, "MAX_MBPS")) == \
         keyq.LAB1_SEARCH_MBPS
-    assert _assigned(lab6, "TOPOLOGY") == PITFALLS
+    assert TopologyChoice.from_spec(_assigned(lab6, "TOPOLOGY")) == PITFALLS
     assert tuple(_assigned(lab6, "WINDOWS")) == keys_sharing.LAB6_WINDOWS_BYTES
     assert _assigned(lab6, "LARGE_WINDOW") == keys_sharing.LAB6_LARGE_WINDOW_BYTES
 

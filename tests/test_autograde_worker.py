@@ -12,7 +12,7 @@ import jsonschema
 import nbformat
 import pytest
 
-from labtools.teach import autograde_worker
+from labtools.instructor import autograde_worker
 
 SOLUTION = Path(__file__).resolve().parents[1] / "solutions" / "04-multiplexing.ipynb"
 

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from labtools.instructor.class_data import collect
+from labtools.instructor.class_report import make_report
 from labtools.model.catalog import from_dict, load_topology
 from labtools.model.expect import expect_pair, tcp_goodput_ceiling_mbps
 from labtools.model.fairness import max_min_shares, parse_flows
 from labtools.results.store import ResultStore
-from labtools.teach.class_data import collect
-from labtools.teach.class_report import make_report
 from tests.conftest import FIXTURES, run_cli
 
 RECORDED = FIXTURES / "grading" / "results" / "labtools.sqlite"
@@ -228,8 +228,8 @@ def test_each_submission_links_to_its_own_answer_key(submitted, tmp_path):
     student's own variant: the page the answer-key command writes for that student."""
     import pandas as pd
 
-    from labtools.judge.answer_keys import keys_for
-    from labtools.teach.answer_key_page import render_page
+    from labtools.instructor.answer_key_page import render_page
+    from labtools.instructor.answer_keys import keys_for
 
     data, _written, _lines = make_report(submitted, tmp_path / "report")
     subs = pd.read_csv(tmp_path / "report" / "submissions.csv")

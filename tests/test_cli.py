@@ -326,3 +326,34 @@ def test_parse_reads_no_more_than_one_runs_output():
     proc = run_cli(["parse", "iperf3", "/dev/zero"])
     assert proc.returncode == 2 and "more than 256 MiB" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_an_instructors_command_absent_from_the_edition_is_one_line(monkeypatch, capsys):
+    """The student edition has no instructor's wing: its commands say so, whatever their
+    arguments (``--help`` too), and exit with status 2."""
+    from labtools import cli
+
+    monkeypatch.setitem(cli.COMMANDS, "answer-key", "labtools.instructor.absent.answer_key_cmd")
+    for args in (["answer-key", "alice", "--all"], ["answer-key", "--help"]):
+        assert cli.main(args) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and err == ("`labtools answer-key` is an instructor's command: not "
+                                     "part of the student edition\n")
+    assert "expect" in cli.build_parser().format_help()  # the others are there as before
+
+
+def test_a_command_module_that_is_there_but_fails_to_import_fails(monkeypatch):
+    """Only an instructor's command whose module is absent is taken for the edition's: a
+    missing module of the student's side, or a wing's module that imports something absent,
+    is the kit's fault and fails."""
+    from labtools import cli
+
+    monkeypatch.setitem(cli.COMMANDS, "expect", "labtools.commands.absent_cmd")
+    with pytest.raises(ModuleNotFoundError):
+        cli.build_parser()
+    monkeypatch.setitem(cli.COMMANDS, "expect", "labtools.commands.expect_cmd")
+    monkeypatch.setattr(cli.importlib, "import_module",
+                        lambda name: (_ for _ in ()).throw(ModuleNotFoundError(
+                            "no nbgrader", name="nbgrader")))
+    with pytest.raises(ModuleNotFoundError):
+        cli._command_module("labtools.instructor.commands.autograde_cmd")

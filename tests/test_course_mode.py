@@ -123,8 +123,8 @@ class _Lab:
 
 
 def test_the_answer_keys_are_refused_on_a_course_even_in_self_study(monkeypatch):
-    from labtools.judge.answer_key_questions import ANSWER_KEY_REFUSAL
-    from labtools.judge.answer_keys import keys_for, kit_topology
+    from labtools.instructor.answer_key_questions import ANSWER_KEY_REFUSAL
+    from labtools.instructor.answer_keys import keys_for, kit_topology
     from labtools.teach.question_values import question_values
 
     topo = kit_topology("portfolio", "s0005")

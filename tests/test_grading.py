@@ -21,9 +21,9 @@ from typing import Dict, List
 import nbformat
 import pytest
 
+from labtools.instructor.hidden_test_feedback import HIDDEN_TESTS_LINE
 from labtools.teach import notebook_files as notebooks
 from labtools.teach.grading_figures import NOT_DRAWN_LINE
-from labtools.teach.hidden_test_feedback import HIDDEN_TESTS_LINE
 
 pytestmark = pytest.mark.grading
 

@@ -1,12 +1,12 @@
 """How many submissions ``labtools autograde`` grades at once when not told:
-:data:`labtools.teach.class_grading.JOBS_PER_CPU` workers for each CPU (a submission keeps a
+:data:`labtools.instructor.class_grading.JOBS_PER_CPU` workers for each CPU (a submission keeps a
 CPU busy about a third of its time: lab 7 waits on its paced transfers), no more than the
-available memory holds (:data:`labtools.teach.class_grading.WORKER_MEMORY_MIB` each)."""
+available memory holds (:data:`labtools.instructor.class_grading.WORKER_MEMORY_MIB` each)."""
 
 from __future__ import annotations
 
+from labtools.instructor import class_grading
 from labtools.system import procfs
-from labtools.teach import class_grading
 
 
 def _machine(monkeypatch, tmp_path, cpus: int, available_kib: int) -> None:

@@ -1,5 +1,5 @@
 """Autograde's kernels forked from one that has imported the labs' modules
-(labtools.teach.kernel_forks, labtools.teach.kernel_fork_manager): real kernels started by
+(labtools.instructor.kernel_forks, labtools.instructor.kernel_fork_manager): real kernels started by
 jupyter_client through the kit's kernel manager, as nbgrader starts them.
 
 They must be kernels of their own (the notebook's folder, the environment Jupyter gave,
@@ -20,17 +20,17 @@ from typing import Any, Dict
 
 import pytest
 
-from labtools.teach import kernel_fork_manager
-from labtools.teach.kernel_fork_manager import ForkingKernelManager
+from labtools.instructor import kernel_fork_manager
+from labtools.instructor.kernel_fork_manager import ForkingKernelManager
 
 CODE = ("import os, sys, numpy, ipywidgets, comm\n"
-        "print(os.getcwd(), os.environ.get('LABTOOLS_TEST_WORD'), os.getppid(), "
+        "print(os.getcwd(), os.environ.get('LABTOOLS_VARIANT'), os.getppid(), "
         "'pandas' in sys.modules, numpy.random.randint(1 << 30), "
         "'jupyter.widget.control' in comm.get_comm_manager().targets)")
 
 
 async def _run(km: ForkingKernelManager, cwd: Path, interrupt: bool) -> Dict[str, Any]:
-    await km.start_kernel(cwd=str(cwd), env=dict(os.environ, LABTOOLS_TEST_WORD="mine"))
+    await km.start_kernel(cwd=str(cwd), env=dict(os.environ, LABTOOLS_VARIANT="mine"))
     kc = km.client()
     kc.start_channels()
     seen: Dict[str, Any] = {"out": ""}
@@ -163,9 +163,9 @@ def test_the_server_imports_no_matplotlib_backend():
     each kernel: the test above)."""
     import subprocess
 
-    from labtools.teach.kernel_forks import PREIMPORTED
+    from labtools.instructor.kernel_forks import PREIMPORTED
 
-    code = ("import sys; from labtools.teach.kernel_forks import _preimport; _preimport(); "
+    code = ("import sys; from labtools.instructor.kernel_forks import _preimport; _preimport(); "
             "print(sorted(m for m in ('matplotlib_inline.backend_inline',) "
             "if m in sys.modules), all(m in sys.modules for m in sys.argv[1:]))")
     done = subprocess.run([sys.executable, "-c", code, *PREIMPORTED], capture_output=True,
@@ -183,7 +183,7 @@ def test_a_stopped_server_removes_its_socket(tmp_path):
         folder = tmp_path / how
         folder.mkdir()
         path = folder / "forks.sock"
-        proc = subprocess.Popen([sys.executable, "-m", "labtools.teach.kernel_forks",
+        proc = subprocess.Popen([sys.executable, "-m", "labtools.instructor.kernel_forks",
                                  str(path)], stdin=subprocess.PIPE)
         deadline = time.monotonic() + 60
         while not path.exists() and time.monotonic() < deadline:

@@ -1,4 +1,4 @@
-"""The feedback's step that hides the hidden tests' source (labtools.teach.hidden_test_feedback).
+"""The feedback's step that hides the hidden tests' source (labtools.instructor.hidden_test_feedback).
 
 A small notebook is executed by a real IPython kernel (its errors are IPython's own, frames
 and all), then given to the step as nbgrader's ``generate_feedback`` gives it: each hidden
@@ -15,7 +15,7 @@ import re
 import nbformat
 from nbclient import NotebookClient
 
-from labtools.teach.hidden_test_feedback import (
+from labtools.instructor.hidden_test_feedback import (
     HIDDEN_OUTPUT_LINE,
     HIDDEN_TESTS_LINE,
     HideHiddenTests,

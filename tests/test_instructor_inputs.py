@@ -128,7 +128,7 @@ def test_nothing_outside_the_course_folder_is_read_through_a_link(tmp_path):
 
 
 def test_a_results_file_resolving_outside_the_folder_read_is_not_read(tmp_path):
-    from labtools.teach.class_data import _results_file
+    from labtools.instructor.class_data import _results_file
 
     submitted = make_class(tmp_path / "course", {"student1": RECORDED}, listing="")
     place = submitted / "student1" / "labs"

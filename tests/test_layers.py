@@ -6,7 +6,11 @@ Every ``import`` in every module counts, the ones inside functions too, and the 
 same (the calibration once reached back to the lab session only that way, and the session
 could not be understood without it). Layers, lowest first: the base modules (``errors``,
 ``paths``, ``settings``, ``frame_sizes``, the package itself); ``model`` (pure), ``tools`` and ``system`` beside each
-other; ``judge``; ``results``; ``lab``; ``teach``; ``commands`` and ``cli``. Only
+other; ``judge``; ``results``; ``lab``; ``teach``; ``commands`` and ``cli``; on top, the
+instructor's wing, ``instructor`` (grading, the class report, the answer keys, the student
+edition, and the instructor's subcommands in ``instructor/commands``), which may import
+every layer and which no module outside it imports (the student edition leaves it out;
+``cli`` names its subcommands by string, imported only when there). Only
 ``lab/network.py`` imports Mininet. As the layers only import downwards, a loop can only
 form inside one folder; the loop check covers the whole package anyway.
 """
@@ -35,7 +39,11 @@ ALLOWED: Dict[str, Set[str]] = {
     "teach": {"base", "model", "tools", "judge", "results", "system", "lab", "teach"},
     "commands": {"base", "model", "tools", "judge", "results", "system", "lab", "teach",
                  "commands"},
+    "instructor": {"base", "model", "tools", "judge", "results", "system", "lab", "teach",
+                   "commands", "instructor"},
 }
+#: the instructor's wing: nothing outside it imports it
+WING = "instructor"
 MININET_MODULE = "labtools/lab/network.py"
 
 
@@ -74,7 +82,7 @@ def imports(path: Path, module: str) -> List[str]:
             found.append(target)
             if target in ("labtools",) or target.endswith((".model", ".tools", ".judge",
                                                             ".results", ".system", ".lab",
-                                                            ".teach")):
+                                                            ".teach", ".instructor")):
                 found += [f"{target}.{alias.name}" for alias in node.names]
     return found
 
@@ -116,6 +124,35 @@ def test_a_lower_layer_never_imports_a_higher_one(module, path):
             continue
         theirs = layer_of(target)
         assert theirs in ALLOWED[mine], f"{module} ({mine}) imports {target} ({theirs})"
+
+
+def wing_imports(path: Path, module: str) -> List[str]:
+    """What ``module`` imports of the instructor's wing, where it is outside the wing."""
+    if layer_of(module) == WING:
+        return []
+    return [t for t in imports(path, module)
+            if t.startswith("labtools.") and layer_of(t) == WING]
+
+
+@pytest.mark.parametrize("module, path", ALL, ids=[m for m, _ in ALL])
+def test_nothing_on_the_students_side_imports_the_instructors_wing(module, path):
+    assert not wing_imports(path, module), (
+        f"{module} imports the instructor's wing {wing_imports(path, module)}: the student "
+        "edition leaves labtools/instructor out")
+
+
+def test_the_wing_check_sees_an_import_of_the_wing(tmp_path):
+    """A student-side module that imports the wing, even inside a function, is caught; the
+    wing importing itself and the lower layers is not."""
+    probe = tmp_path / "probe.py"
+    probe.write_text("from labtools.teach import plots\n\n\ndef key():\n"
+                     "    from labtools.instructor import answer_keys\n"
+                     "    import labtools.instructor.commands.bundle_cmd\n")
+    assert wing_imports(probe, "labtools.teach.probe") == [
+        "labtools.instructor", "labtools.instructor.answer_keys",
+        "labtools.instructor.commands.bundle_cmd"]
+    assert wing_imports(probe, "labtools.instructor.probe") == []
+    assert WING not in set().union(*(ALLOWED[layer] for layer in ALLOWED if layer != WING))
 
 
 @pytest.mark.parametrize("module, path", ALL, ids=[m for m, _ in ALL])

@@ -1,4 +1,4 @@
-"""Answer keys on the network a student measured (labtools/teach/measured_keys.py): the
+"""Answer keys on the network a student measured (labtools/instructor/measured_keys.py): the
 rate scale of their submission and their own measured values beside the model's, read from
 a class of real results files (tests/fixtures/grading, as tests/test_class_report.py)."""
 
@@ -10,11 +10,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from labtools.judge.answer_keys import keys_for
+from labtools.instructor.answer_key_page import key_page_name
+from labtools.instructor.answer_keys import keys_for
+from labtools.instructor.measured_keys import MeasuredLab, measured_keys
 from labtools.judge.question_givens import LAB_CASES
 from labtools.model.catalog import load_topology
-from labtools.teach.answer_key_page import key_page_name
-from labtools.teach.measured_keys import MeasuredLab, measured_keys
 from labtools.teach.question_values import question_values
 from tests.conftest import ROOT, run_cli
 from tests.test_class_report import RECORDED, make_class

@@ -348,10 +348,10 @@ def test_a_course_gives_each_graded_cell_more_than_nbgraders_30_s():
 
     config: dict = {}
     exec(course_config("netlab"), {"get_config": lambda: _Config(config)})
-    from labtools.teach.grading_kernels import ForkingExecute
+    from labtools.instructor.grading_kernels import ForkingExecute
 
     steps = config.pop("Autograde.autograde_preprocessors")
-    from labtools.teach.hidden_test_feedback import HideHiddenTests
+    from labtools.instructor.hidden_test_feedback import HideHiddenTests
 
     assert HideHiddenTests in config.pop("GenerateFeedback.preprocessors")  # no hidden source
     assert config == {"CourseDirectory.course_id": "netlab",

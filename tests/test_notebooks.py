@@ -12,9 +12,9 @@ costs tens of seconds, so the kernel draws with matplotlib's non-interactive Agg
 (every plotting call runs, no PNG is rendered; tests/test_plots.py renders them), and the
 font cache is kept in ``.cache/matplotlib`` so that it is built once, not per VM boot. The
 kernels are forked from one that has imported the labs' modules, as when grading
-(``execute(forked=True)``): started anew, each cost 16-26 s of start and 14-28 s of imports
-under emulation, eight times. A student's kernel, started anew, is tested by
-tests/test_vm_kernel.py and the browser tests.
+(``execute`` with the instructor's ``ForkingKernelManager``): started anew, each cost
+16-26 s of start and 14-28 s of imports under emulation, eight times. A student's kernel,
+started anew, is tested by tests/test_vm_kernel.py and the browser tests.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from typing import Any, Dict, List
 import nbformat
 import pytest
 
+from labtools.instructor.kernel_fork_manager import ForkingKernelManager
 from labtools.teach import notebook_files as notebooks
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -319,7 +320,7 @@ def test_solution_runs_top_to_bottom_on_a_real_network(name, tmp_path, monkeypat
     nbformat.write(nb, str(path))
     before = _leftovers()
     start = time.monotonic()
-    executed = notebooks.execute(path, cwd=folder, forked=True)
+    executed = notebooks.execute(path, cwd=folder, kernel_manager=ForkingKernelManager)
     took = time.monotonic() - start
     print(f"\n{name}: executed in {took:.0f} s; {notebooks.timing_line(executed)}")
     for cell in _code_cells(executed):

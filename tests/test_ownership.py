@@ -11,6 +11,7 @@ import pytest
 from labtools.errors import InputError
 from labtools.lab.session import LabSession
 from labtools.model.catalog import load_topology
+from labtools.model.choice import TopologyChoice
 from labtools.model.json_topology import check_variant, variant_of
 from labtools.results import ownership
 from labtools.results.store import ResultStore
@@ -19,6 +20,7 @@ from tests.conftest import FIXTURES
 
 RECORDED = FIXTURES / "grading" / "results" / "labtools.sqlite"
 RECORDED_VARIANT = json.loads((FIXTURES / "grading" / "capture.json").read_text())["variant"]
+PORTFOLIO = TopologyChoice("portfolio")
 
 
 def test_the_student_is_read_from_nbgraders_autograded_folder(tmp_path):
@@ -67,7 +69,7 @@ def test_a_student_id_a_topology_cannot_take_is_bound_to_its_mapped_form(student
     assert binding.variant == variant_of(student) != student
     assert check_variant(binding.variant, "test") == binding.variant
     assert "in the form a topology takes" in binding.describe()
-    topo = ownership.bound_topology("portfolio", {}, binding, None)
+    topo = ownership.bound_topology(PORTFOLIO, binding, None)
     assert topo is not None and topo.params["variant"] == binding.variant
     assert topo.link("L2") == load_topology(f"portfolio,variant={binding.variant}").link("L2")
 
@@ -125,12 +127,12 @@ def test_runs_recorded_when_a_number_like_id_read_as_a_number_stay_the_students(
         owners = [ownership.RecordedOwner(recorded, None, 3)]
         assert ownership.ownership_problem(binding, owners, "f") == ""
         topo = load_topology(f"portfolio,variant={recorded}")
-        own = ownership.bound_topology("portfolio", {}, binding, topo)
+        own = ownership.bound_topology(PORTFOLIO, binding, topo)
         assert own is not None and ownership.topology_problem(topo, own, "f") == ""
     other = [ownership.RecordedOwner("8", None, 3)]
     assert "were made on variant '8'" in ownership.ownership_problem(binding, other, "f")
     eight = load_topology("portfolio,variant=8")
-    own = ownership.bound_topology("portfolio", {}, binding, eight)
+    own = ownership.bound_topology(PORTFOLIO, binding, eight)
     assert own is not None and own.params == {"variant": "007"}
 
 
@@ -165,10 +167,11 @@ def test_the_bound_topology_keeps_the_students_rate_scale(tmp_path):
     from labtools.model.catalog import load_topology
 
     recorded = load_topology("portfolio,variant=x,rate_scale=0.5")
-    own = ownership.bound_topology("portfolio", {"variant": "x"}, ownership.Binding("s1", "s1"),
+    own = ownership.bound_topology(PORTFOLIO.with_variant("x"), ownership.Binding("s1", "s1"),
                                    recorded)
     assert own is not None and own.params == {"variant": "s1", "rate_scale": 0.5}
     spec = str(tmp_path / "mine.json")
     (tmp_path / "mine.json").write_text(json.dumps(
         ownership.to_dict(load_topology("portfolio"))))
-    assert ownership.bound_topology(spec, {}, ownership.Binding("s1", "s1"), None) is None
+    assert ownership.bound_topology(TopologyChoice(spec), ownership.Binding("s1", "s1"),
+                                    None) is None

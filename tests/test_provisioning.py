@@ -28,7 +28,7 @@ from typing import Callable, Dict
 
 import pytest
 
-from labtools.teach import student_edition
+from labtools.instructor import student_edition
 from tests import system_boot as sysboot
 from tests import system_images as images
 

@@ -6,23 +6,21 @@ rates, one-way delays and queue limits of the links it names, and the lab's own 
 (lab 1's offered rate). Nothing computed from them that a question asks for is here: a
 notebook prints these values (:func:`labtools.teach.question_values.show_question_values`),
 so this module ships in the student edition. The answers built on top of them, for the
-instructor, are in :mod:`labtools.judge.answer_keys`.
+instructor, are in :mod:`labtools.instructor.answer_keys`.
 
-:func:`question_topology` says on which topology (spec, before the variant) a question is
-asked; :func:`kit_topology` builds the kit's own topology files once in this process, so a
-class's values take seconds: the same ``topology(**params)`` the catalog calls.
+:func:`question_topology` says on which topology (a
+:class:`~labtools.model.choice.TopologyChoice`, before the variant) a question is asked;
+:func:`kit_topology` builds the kit's own topologies in this process, each file imported
+once, so a class's values take seconds: the same ``topology(**params)`` the catalog calls.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from functools import lru_cache
-from types import ModuleType
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Union
 
-from labtools.errors import InputError, TopologyError
-from labtools.model.catalog import split_spec, topologies_dir
+from labtools.errors import InputError
+from labtools.model.choice import TopologyChoice
 from labtools.model.topology import Topology
 
 __all__ = ["QUESTION_GIVENS", "LAB_TOPOLOGIES", "LAB_CASES", "OTHER_TOPOLOGY", "LAB1_RATE_MBPS",
@@ -30,12 +28,15 @@ __all__ = ["QUESTION_GIVENS", "LAB_TOPOLOGIES", "LAB_CASES", "OTHER_TOPOLOGY", "
 
 #: lab 1's offered UDP payload rate (the notebook's ``RATE_MBPS``), Mbit/s
 LAB1_RATE_MBPS = 25
+#: the reference topology of labs 00-05
+_PORTFOLIO = TopologyChoice("portfolio")
 #: the topology each lab is measured on, before the student's variant is added (lab 06's
 #: is the notebook's ``TOPOLOGY``)
-LAB_TOPOLOGIES: Dict[str, str] = {
-    "00": "portfolio", "01": "portfolio", "02": "portfolio", "03": "portfolio",
-    "04": "portfolio", "05": "portfolio",
-    "06": "dumbbell,pairs=4,bw_mbps=20,delay_ms=20,queue_pkts=100",
+LAB_TOPOLOGIES: Dict[str, TopologyChoice] = {
+    "00": _PORTFOLIO, "01": _PORTFOLIO, "02": _PORTFOLIO, "03": _PORTFOLIO,
+    "04": _PORTFOLIO, "05": _PORTFOLIO,
+    "06": TopologyChoice("dumbbell", (("pairs", 4), ("bw_mbps", 20), ("delay_ms", 20),
+                                      ("queue_pkts", 100))),
 }
 #: the case each lab's notebook records its measurements under (its ``open_lab(CASE)``)
 LAB_CASES: Dict[str, str] = {
@@ -43,7 +44,7 @@ LAB_CASES: Dict[str, str] = {
     "06": "pitfalls",
 }
 #: questions asked about another lab's network than their own
-OTHER_TOPOLOGY: Dict[str, str] = {"06-Q6": "portfolio"}
+OTHER_TOPOLOGY: Dict[str, TopologyChoice] = {"06-Q6": _PORTFOLIO}
 
 
 def links_given(topo: Topology, *names: str, queue: bool = False) -> Dict[str, Any]:
@@ -124,8 +125,8 @@ def labs() -> List[str]:
     return sorted(LAB_TOPOLOGIES)
 
 
-def question_topology(question_id: str) -> str:
-    """The topology spec (without a variant) a question is asked on.
+def question_topology(question_id: str) -> TopologyChoice:
+    """The topology (without a variant) a question is asked on.
 
     Raises:
         InputError: an unknown question id.
@@ -136,25 +137,15 @@ def question_topology(question_id: str) -> str:
     return OTHER_TOPOLOGY.get(question_id, LAB_TOPOLOGIES[question_id[:2]])
 
 
-@lru_cache(maxsize=None)
-def _kit_module(name: str) -> ModuleType:
-    path = topologies_dir() / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"labtools_kit_topology_{name}", str(path))
-    if spec is None or spec.loader is None or not path.is_file():
-        raise TopologyError(f"{name} is not one of the kit's topologies ({path})")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # as an import does: dataclasses look it up there
-    spec.loader.exec_module(module)
-    return module
+def kit_topology(choice: Union[TopologyChoice, str], variant: str = "") -> Topology:
+    """The kit's topology ``choice`` (a :class:`TopologyChoice`, or a kit topology's name)
+    on the network of ``variant`` (none: the choice's own variant, or the reference
+    values), built in this process (:meth:`TopologyChoice.build_kit`) once per choice;
+    the variant stays text (``007`` is not 7)."""
+    chosen = choice if isinstance(choice, TopologyChoice) else TopologyChoice(choice)
+    return _built(chosen.with_variant(variant) if variant else chosen)
 
 
 @lru_cache(maxsize=4096)
-def kit_topology(spec: str, variant: str = "") -> Topology:
-    """The kit's topology ``spec`` (``NAME,key=value...``) with ``variant`` (none: the
-    reference values), built in this process; the variant stays text, as in a spec
-    (``007`` is not 7)."""
-    head, params = split_spec(f"{spec},variant={variant}" if variant else spec)
-    topo = _kit_module(head).topology(**params)
-    if not isinstance(topo, Topology):
-        raise TopologyError(f"{head}.topology() did not return a Topology")
-    return topo
+def _built(choice: TopologyChoice) -> Topology:
+    return choice.build_kit()

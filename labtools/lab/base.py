@@ -17,7 +17,7 @@ from labtools.judge.machine import MachineProfile
 from labtools.judge.measurement import JudgeContext, ProbeCall
 from labtools.lab.processes import ToolOutput
 from labtools.model.calibration import CalibrationNetwork
-from labtools.model.catalog import load_topology as load_spec
+from labtools.model.choice import TopologyChoice, choose
 from labtools.model.expect import PairExpectation, expect_pair
 from labtools.model.routing import compute_routing
 from labtools.model.topology import SWITCH, Topology
@@ -48,12 +48,13 @@ class HostRunner(Protocol):
         when the block starts, unless not ``wait``)."""
 
 
-def load_topology(topology: Union[str, Topology]) -> Topology:
-    """A topology by spec (``portfolio``, ``dumbbell,pairs=3``, a file) or as given."""
+def load_topology(topology: Union[str, TopologyChoice, Topology]) -> Topology:
+    """A topology by choice, by spec (``portfolio``, ``dumbbell,pairs=3``, a file: the
+    Python API's text) or as given."""
     if isinstance(topology, Topology):
         compute_routing(topology)
         return topology
-    return load_spec(topology)
+    return choose(topology).build()
 
 
 class LabBase:
@@ -69,13 +70,20 @@ class LabBase:
 
     replaying = False
 
-    def __init__(self, topology: Union[str, Topology], case: str = "",
+    def __init__(self, topology: Union[str, TopologyChoice, Topology], case: str = "",
                  durations: Optional[policy.Durations] = None) -> None:
         self.topo = load_topology(topology)
+        self._choice = topology if isinstance(topology, TopologyChoice) else None
         self.case = case
         self.durations = durations or policy.durations(quick=False)
         self.machine: Optional[MachineProfile] = None
         self.step = 0
+
+    @property
+    def choice(self) -> TopologyChoice:
+        """What the topology was chosen as: the choice the lab was given, else the one
+        read off :attr:`topo` (its name and params)."""
+        return self._choice or TopologyChoice.of_topology(self.topo)
 
     def check_node(self, name: str) -> str:
         """``name`` if it is a host or router of the topology; a typed error otherwise."""

@@ -38,7 +38,8 @@ from labtools.errors import ReplayError, StoreError
 from labtools.judge import policy
 from labtools.judge.measurement import ProbeCall
 from labtools.lab.base import LabBase
-from labtools.model.catalog import from_dict, split_spec
+from labtools.model.catalog import from_dict
+from labtools.model.choice import TopologyChoice, choose
 from labtools.model.topology import Topology
 from labtools.results import ownership
 from labtools.results.records import RunRecord
@@ -75,7 +76,8 @@ class RecordedCall:
 
 class ReplaySession(LabBase):
     """A notebook's lab that answers probe calls from ``results`` (see the module
-    docstring). ``topology`` is used only when the file holds no recorded session; the
+    docstring). ``topology`` (the notebook's :class:`~labtools.model.choice.TopologyChoice`,
+    or its spec) is used only when the file holds no recorded session; the
     topology (a per-student variant included) and the calibration are otherwise the ones
     the student measured with.
 
@@ -86,7 +88,8 @@ class ReplaySession(LabBase):
 
     replaying = True
 
-    def __init__(self, topology: Union[str, Topology], results: Union[str, Path], case: str,
+    def __init__(self, topology: Union[str, TopologyChoice, Topology], results: Union[str, Path],
+                 case: str,
                  durations: Optional[policy.Durations] = None) -> None:
         self.results = Path(results)
         self.store: Optional[ResultStore] = None
@@ -104,8 +107,8 @@ class ReplaySession(LabBase):
             first_run.durations if first_run is not None else "")
         self.binding = ownership.graded_binding(Path.cwd())
         chosen = _recorded_topology(first_run) or topology
-        if self.binding is not None and isinstance(topology, str):
-            chosen = self._bind(self.binding, topology, _recorded_topology(first_run),
+        if self.binding is not None and not isinstance(topology, Topology):
+            chosen = self._bind(self.binding, choose(topology), _recorded_topology(first_run),
                                 case) or chosen
         super().__init__(chosen, case, recorded_durations or durations)
         self.machine = (first_run.context.machine if first_run is not None
@@ -113,16 +116,15 @@ class ReplaySession(LabBase):
         self._recorded = recorded
         self._taken: Set[Tuple[str, Union[int, str]]] = set()
 
-    def _bind(self, binding: ownership.Binding, spec: str, recorded: Optional[Topology],
-              case: str) -> Optional[Topology]:
-        """The student's own topology; sets :attr:`problem` when the results file's runs
-        of ``case`` are not theirs (the first reason found)."""
-        name, params = split_spec(spec)
-        own = ownership.bound_topology(name, params, binding, recorded)
+    def _bind(self, binding: ownership.Binding, choice: TopologyChoice,
+              recorded: Optional[Topology], case: str) -> Optional[Topology]:
+        """The student's own topology for the notebook's ``choice``; sets :attr:`problem`
+        when the results file's runs of ``case`` are not theirs (the first reason found)."""
+        own = ownership.bound_topology(choice, binding, recorded)
         if own is None:  # a topology without variants: nothing to bind
             return None
         if self.store is not None and not self.problem:
-            self.problem = ownership.case_problem(self.store, case, name, params, binding,
+            self.problem = ownership.case_problem(self.store, case, choice, binding,
                                                   str(self.results))
         return own
 

@@ -60,6 +60,7 @@ from labtools.lab.processes import (
     wait_output,
 )
 from labtools.model.calibration import CalibrationNetwork
+from labtools.model.choice import TopologyChoice
 from labtools.model.topology import Topology, needs_netem
 from labtools.results.records import RunRecord, utc_now
 
@@ -75,7 +76,7 @@ class LabSession(LabBase, HostRunner):
     """Start ``topology`` as a real network; stop it on exit, whatever happens.
 
     Args:
-        topology: a topology or its spec.
+        topology: a topology, a :class:`~labtools.model.choice.TopologyChoice`, or a spec.
         switch: ``lxbr`` (Linux bridge) or ``ovs``.
         results: the results store's file (None: nothing is saved).
         case: a label saved with every measurement (the notebook or test case).
@@ -83,7 +84,7 @@ class LabSession(LabBase, HostRunner):
         calibrate: measure this machine at start (a few seconds); the verdicts use it.
     """
 
-    def __init__(self, topology: Union[str, Topology], switch: str = "lxbr",
+    def __init__(self, topology: Union[str, TopologyChoice, Topology], switch: str = "lxbr",
                  results: Union[str, Path, None] = DEFAULT_RESULTS, case: str = "",
                  durations: Optional[policy.Durations] = None, calibrate: bool = True) -> None:
         super().__init__(topology, case, durations)

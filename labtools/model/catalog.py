@@ -38,19 +38,21 @@ import ast
 import math
 import os
 import re
+from functools import lru_cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Dict, List, Mapping, Tuple
 
 from labtools import settings
 from labtools.errors import TopologyError
 from labtools.model import python_topology, scaling
-from labtools.model.json_topology import from_dict, read_json, to_dict
+from labtools.model.json_topology import VARIANT, from_dict, read_json, to_dict
 from labtools.model.routing import compute_routing
 from labtools.model.topology import Topology
 from labtools.paths import PACKAGE_PARENT
 
 __all__ = ["topologies_dir", "available", "split_spec", "load_topology", "load_cases",
-           "from_dict", "to_dict"]
+           "kit_module", "from_dict", "to_dict"]
 
 #: a Python file's module, run in this process (tests build a kit file's Mininet Topo from it)
 _import_file = python_topology.import_file
@@ -72,7 +74,7 @@ def available() -> List[str]:
 
 
 #: parameters whose value is text whatever it looks like (an id: ``variant=007`` is not 7)
-TEXT_PARAMETERS = ("variant",)
+TEXT_PARAMETERS = (VARIANT,)
 
 
 def split_spec(spec: str) -> Tuple[str, Dict[str, Any]]:
@@ -185,6 +187,22 @@ def _kit_parameters(name: Any) -> Tuple[str, ...]:
             args = node.args
             return tuple(a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs))
     return ()
+
+
+@lru_cache(maxsize=None)
+def kit_module(name: str) -> ModuleType:
+    """The module of the kit's own topology file ``name``, imported once in this process
+    (:func:`labtools.model.python_topology.import_file`, the one loader of topology files;
+    the kit's files are trusted, so no child process): what builds the kit's topologies by
+    the hundred (:meth:`labtools.model.choice.TopologyChoice.build_kit`).
+
+    Raises:
+        TopologyError: ``name`` is not one of the kit's topologies.
+    """
+    path = topologies_dir() / f"{name}.py"
+    if os.sep in name or not path.is_file():
+        raise TopologyError(f"{name} is not one of the kit's topologies ({path})")
+    return python_topology.import_file(path)
 
 
 def load_cases(spec: str) -> Dict[str, Any]:

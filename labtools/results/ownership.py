@@ -26,11 +26,12 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, FrozenSet, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, FrozenSet, List, Optional, Tuple
 
 from labtools.errors import InputError, StoreError, TopologyError
 from labtools.model import scaling
-from labtools.model.catalog import build_topology, from_dict, legacy_text, to_dict
+from labtools.model.catalog import from_dict, legacy_text, to_dict
+from labtools.model.choice import TopologyChoice
 from labtools.model.json_topology import VARIANT, check_variant, variant_of
 from labtools.model.topology import Topology
 from labtools.results.records import STUDENT_KEY
@@ -160,7 +161,7 @@ def recorded_owners(store: "ResultStore", case: str) -> List[RecordedOwner]:
     for row in store.owner_columns(case):
         topology = _json(row["topology_json"], f"runs row {row['id']}: topology_json")
         context = _json(row["context_json"], f"runs row {row['id']}: context_json")
-        variant = (topology.get("params") or {}).get("variant")
+        variant = (topology.get("params") or {}).get(VARIANT)
         student = context.get(STUDENT_KEY)
         counts[("" if variant in (None, "") else str(variant),
                 None if not student else str(student))] += 1
@@ -190,29 +191,28 @@ def ownership_problem(binding: Binding, owners: List[RecordedOwner], where: str)
     return ""
 
 
-def bound_topology(name: str, params: Mapping[str, Any], binding: Binding,
+def bound_topology(choice: TopologyChoice, binding: Binding,
                    recorded: Optional[Topology]) -> Optional[Topology]:
-    """The student's own topology for the notebook's topology ``name`` with ``params``
-    (their variant, and the rate scale they measured with: a machine too slow for the
-    lab's rates may scale them); None when that topology takes no variant (a course's own
-    topology file), which leaves nothing to bind. A run recorded on the form a number-like
-    id once took (:func:`accepted_variants`) is bound to the network that form draws.
+    """The student's own topology for the notebook's ``choice``: on their variant, with the
+    rate scale they measured with (a machine too slow for the lab's rates may scale them);
+    None when that topology takes no variant (a course's own topology file), which leaves
+    nothing to bind. A run recorded on the form a number-like id once took
+    (:func:`accepted_variants`) is bound to the network that form draws.
 
     Raises:
         TopologyError: the notebook's topology itself cannot be built.
     """
-    base = {k: v for k, v in params.items() if k not in (VARIANT, scaling.PARAMETER)}
     factor = None if recorded is None else recorded.params.get(scaling.PARAMETER)
-    if factor is not None:
-        base[scaling.PARAMETER] = scaling.check_scale(factor)
+    base = choice.with_variant("").with_rate_scale(None if factor is None
+                                                   else scaling.check_scale(factor))
     variant = binding.variant
     was = None if recorded is None else recorded.params.get(VARIANT)
     if isinstance(was, str) and was != variant and was in accepted_variants(variant):
         variant = was
     try:
-        return build_topology(name, {**base, VARIANT: variant})
+        return base.with_variant(variant).build()
     except TopologyError:
-        build_topology(name, base)  # the notebook's topology itself: its error
+        base.build()  # the notebook's topology itself: its error
         return None
 
 
@@ -221,7 +221,7 @@ def own_topology(recorded: Topology, binding: Binding) -> Optional[Topology]:
     same topology and parameters with their own variant (None when the kit cannot build
     it, e.g. a topology file of the course's own)."""
     try:
-        return bound_topology(recorded.name, recorded.params, binding, recorded)
+        return bound_topology(TopologyChoice.of_topology(recorded), binding, recorded)
     except (TopologyError, InputError):
         return None
 
@@ -253,15 +253,15 @@ def recorded_topologies(store: "ResultStore", case: str) -> List[Topology]:
     return found
 
 
-def case_problem(store: "ResultStore", case: str, name: str, params: Mapping[str, Any],
-                 binding: Binding, where: str) -> str:
+def case_problem(store: "ResultStore", case: str, choice: TopologyChoice, binding: Binding,
+                 where: str) -> str:
     """One line on why the runs of ``case`` in ``store`` are not the bound student's own
-    measurements on the notebook's topology ``name`` with ``params``; '' when they are."""
+    measurements on the notebook's topology ``choice``; '' when they are."""
     problem = ownership_problem(binding, recorded_owners(store, case), where)
     for recorded in recorded_topologies(store, case):
         if problem:
             break
-        own = bound_topology(name, params, binding, recorded)
+        own = bound_topology(choice, binding, recorded)
         if own is not None:
             problem = topology_problem(recorded, own, where)
     return problem

@@ -50,7 +50,8 @@ from labtools.errors import InputError
 from labtools.judge import policy
 from labtools.lab.replay import ReplaySession
 from labtools.lab.session import LabSession
-from labtools.model.json_topology import variant_of
+from labtools.model.choice import TopologyChoice, choose
+from labtools.model.json_topology import VARIANT, variant_of
 from labtools.teach.grading_figures import draw_no_figures
 from labtools.teach.modes import (  # noqa: F401 - the notebooks' one import place
     MODE_VARIABLE,
@@ -146,19 +147,18 @@ def machine_report(lab: Union[LabSession, ReplaySession]) -> str:
                       *calibration_lines(lab.topo)])
 
 
-def rate_scale_setting(spec: str) -> float:
+def rate_scale_setting(choice: TopologyChoice) -> float:
     """The rate scale ``LABTOOLS_RATE_SCALE`` asks for (1.0 when unset): a number, or
-    ``auto`` for what this machine's last calibration suggests for ``spec``'s topology."""
+    ``auto`` for what this machine's last calibration suggests for ``choice``'s topology."""
     from labtools.model.scaling import check_scale
 
     chosen = settings.current()
     if chosen.rate_scale_auto:
         from labtools.lab.calibration import last_calibration
-        from labtools.model.catalog import load_topology
         from labtools.model.scaling import suggested_rate_scale
 
         machine = last_calibration()
-        return suggested_rate_scale(load_topology(spec),
+        return suggested_rate_scale(choice.build(),
                                     machine.forward_mbps if machine else None,
                                     policy.CAPACITY_HEADROOM)
     return 1.0 if chosen.rate_scale is None else check_scale(chosen.rate_scale)
@@ -173,30 +173,42 @@ def show_whole_texts() -> None:
     pd.set_option("display.max_colwidth", None)
 
 
-def open_lab(case: str, topology: str = "portfolio") -> Union[LabSession, ReplaySession]:
+def lab_topology(topology: Union[str, TopologyChoice] = "portfolio") -> TopologyChoice:
+    """The topology a notebook's lab is built on: ``topology`` (the notebook's spec, or a
+    choice) on the student's :func:`variant`, with the rate scale of
+    :func:`rate_scale_setting` when it slows the lab down."""
+    choice = choose(topology)
+    mine = variant()
+    if mine:
+        choice = choice.with_variant(mine)
+    factor = rate_scale_setting(choice)
+    return choice.with_rate_scale(factor) if factor < 1.0 else choice
+
+
+def open_lab(case: str, topology: Union[str, TopologyChoice] = "portfolio"
+             ) -> Union[LabSession, ReplaySession]:
     """The lab of one notebook, not started yet (``lab.start()`` builds the network).
 
     Args:
         case: what the notebook measures (``intro``, ``udp``, ``link``, ``path``, ``mux``,
             ``parallel``, ``pitfalls``); saved with every measurement.
-        topology: the topology spec (the reference topology by default); the variant is
-            added to it.
+        topology: the topology (a spec such as ``dumbbell,pairs=4``, or a
+            :class:`~labtools.model.choice.TopologyChoice`; the reference topology by
+            default); the student's variant and the rate scale are added to it once
+            (:func:`lab_topology`), and the lab keeps the result as ``lab.choice``.
     """
     from labtools.teach import kit_errors
 
     kit_errors.install()  # from here on, a kit error or a failed check shows as one line
     show_whole_texts()  # a verdict's reason whole, never cut with "..."
-    spec = f"{topology},variant={variant()}" if variant() else topology
-    factor = rate_scale_setting(spec)
-    if factor < 1.0:
-        spec += f",rate_scale={factor:g}"
+    choice = lab_topology(topology)
     durations = policy.durations(quick_mode())
     if grading():
         if settings.current().grading == "autograde":
             draw_no_figures()  # nobody sees them while grading
-        return ReplaySession(spec, RESULTS_FILE, case, durations)
+        return ReplaySession(choice, RESULTS_FILE, case, durations)
     kind = StudentLabSession if answers_hidden() else LabSession
-    lab = kind(spec, results=RESULTS_FILE, case=case, durations=durations)
+    lab = kind(choice, results=RESULTS_FILE, case=case, durations=durations)
     atexit.register(lab.stop)  # the network also stops if the notebook ends early
     return lab
 
@@ -281,7 +293,7 @@ def links_table(topo: "Topology") -> str:
     lines = ["  ".join(cell.ljust(w) if i < 2 else cell.rjust(w)
                        for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
              for row in [header, *rows]]
-    variant = topo.params.get("variant")
+    variant = topo.params.get(VARIANT)
     whose = f"your network (variant {variant})" if variant else "this network"
     rest = len(topo.links) - len(links)
     tail = [f"the other {rest} links are unshaped: no rate limit, no delay"] if rest else []

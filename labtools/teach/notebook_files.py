@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from labtools.errors import EnvironmentProblem, InputError
 
@@ -34,16 +34,16 @@ GRADING_CELL_TIMEOUT_S = 300
 def course_config(course_id: str) -> str:
     """The ``nbgrader_config.py`` of a course that grades the kit's labs: its id,
     :data:`GRADING_CELL_TIMEOUT_S` for each cell, autograde's kernels forked from one
-    that has imported what the labs import (:mod:`labtools.teach.grading_kernels`), and
-    feedback that shows no hidden test's source (:mod:`labtools.teach.hidden_test_feedback`;
+    that has imported what the labs import (:mod:`labtools.instructor.grading_kernels`), and
+    feedback that shows no hidden test's source (:mod:`labtools.instructor.hidden_test_feedback`;
     where the kit is not installed, nbgrader's own steps)."""
     return (f"c = get_config()\nc.CourseDirectory.course_id = {course_id!r}\n"
             f"c.Execute.timeout = {GRADING_CELL_TIMEOUT_S}  # seconds per cell (nbgrader: 30)\n"
             "try:  # each kernel forked from one that imported the labs' modules\n"
-            "    from labtools.teach.grading_kernels import autograde_preprocessors\n"
+            "    from labtools.instructor.grading_kernels import autograde_preprocessors\n"
             "    c.Autograde.autograde_preprocessors = autograde_preprocessors()\n"
             "    # the feedback: where hidden tests ran and what they raised, not their source\n"
-            "    from labtools.teach.hidden_test_feedback import feedback_preprocessors\n"
+            "    from labtools.instructor.hidden_test_feedback import feedback_preprocessors\n"
             "    c.GenerateFeedback.preprocessors = feedback_preprocessors()\n"
             "except ImportError:\n"
             "    pass\n")
@@ -236,14 +236,16 @@ KERNEL_STARTUP_S = 300
 
 
 def execute(path: Path, timeout_s: int = 900, cwd: Optional[Path] = None,
-            kernel: str = "python3", forked: bool = False) -> Any:
+            kernel: str = "python3", kernel_manager: Optional[Callable[..., Any]] = None
+            ) -> Any:
     """Run a notebook top to bottom with nbclient; returns the executed notebook.
 
     A cell may declare its own time-out in its metadata (``"timeout": seconds``), as long
-    measurement cells do; otherwise ``timeout_s`` applies to each cell. ``forked``: the
-    kernel comes from this process's kernel fork server
-    (:mod:`labtools.teach.kernel_fork_manager`, as when grading), for a caller that runs
-    many notebooks; a student's kernel is always started anew (the default)."""
+    measurement cells do; otherwise ``timeout_s`` applies to each cell. ``kernel_manager``:
+    the class of Jupyter kernel manager to start the kernel with, for a caller that runs
+    many notebooks (the instructor's forked kernels,
+    :class:`labtools.instructor.kernel_fork_manager.ForkingKernelManager`, as when
+    grading); by default, and always for a student, the kernel is started anew."""
     import nbformat
     from jupyter_client import KernelManager
     from nbclient import NotebookClient
@@ -252,13 +254,8 @@ def execute(path: Path, timeout_s: int = 900, cwd: Optional[Path] = None,
     from labtools.errors import LabtoolsError
 
     nb = nbformat.read(str(path), as_version=4)
-    if forked:
-        from labtools.teach.kernel_fork_manager import ForkingKernelManager
-
-        km: Any = ForkingKernelManager(kernel_name=kernel,
-                                       shutdown_wait_time=KERNEL_SHUTDOWN_WAIT_S)
-    else:
-        km = KernelManager(kernel_name=kernel, shutdown_wait_time=KERNEL_SHUTDOWN_WAIT_S)
+    km = (kernel_manager or KernelManager)(kernel_name=kernel,
+                                           shutdown_wait_time=KERNEL_SHUTDOWN_WAIT_S)
     client = NotebookClient(nb, km=km, timeout=timeout_s, kernel_name=kernel,
                             startup_timeout=KERNEL_STARTUP_S,
                             resources={"metadata": {"path": str(cwd or path.parent)}},

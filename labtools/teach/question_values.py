@@ -4,7 +4,7 @@ The notebooks' questions speak of "your network's L2 (the values printed above)"
 above such a question calls :func:`show_question_values`, which prints the inputs the
 question gives (rates, delays, queue limits of the student's links; the lab's own settings)
 from :data:`labtools.judge.question_givens.QUESTION_GIVENS`, which holds no answer: never
-what the answer computes from them (:mod:`labtools.judge.answer_keys`, the instructor's, not
+what the answer computes from them (:mod:`labtools.instructor.answer_keys`, the instructor's, not
 in the student edition).
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Dict
 
 from labtools.judge.question_givens import givens, kit_topology, question_topology
-from labtools.model.catalog import split_spec
+from labtools.model.choice import TopologyChoice
 
 #: how a given value is printed: the end of its name -> (what it is, its unit)
 UNITS = {"_bw_mbps": ("rate", "Mbit/s"), "_delay_ms": ("delay", "ms one-way"),
@@ -28,9 +28,9 @@ def question_values(lab: Any, question_id: str) -> Dict[str, Any]:
         InputError: an unknown question id.
     """
     topo = lab.topo
-    spec = question_topology(question_id)
-    if split_spec(spec)[0] != topo.name:
-        topo = kit_topology(spec, str(topo.params.get("variant") or ""))
+    asked_on = question_topology(question_id)
+    if asked_on.name != topo.name:
+        topo = kit_topology(asked_on, TopologyChoice.of_topology(topo).variant)
     return givens(question_id, topo)
 
 

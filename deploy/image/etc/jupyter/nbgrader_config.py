@@ -10,14 +10,14 @@ c = get_config()  # type: ignore[name-defined]  # noqa: F821 - nbgrader's config
 # on a busy server); the same as labtools.teach.notebook_files.GRADING_CELL_TIMEOUT_S
 c.Execute.timeout = 300
 try:  # autograde's kernels forked from one that imported the labs' modules (the kit's
-    # labtools.teach.grading_kernels, as in a course the kit made); nbgrader's own where
+    # labtools.instructor.grading_kernels, as in a course the kit made); nbgrader's own where
     # the kit or nbgrader is not installed (a student's server)
-    from labtools.teach.grading_kernels import autograde_preprocessors
+    from labtools.instructor.grading_kernels import autograde_preprocessors
 
     c.Autograde.autograde_preprocessors = autograde_preprocessors()
     # the feedback shows where hidden tests ran and what they raised, not their source
-    # (labtools.teach.hidden_test_feedback, as in a course the kit made)
-    from labtools.teach.hidden_test_feedback import feedback_preprocessors
+    # (labtools.instructor.hidden_test_feedback, as in a course the kit made)
+    from labtools.instructor.hidden_test_feedback import feedback_preprocessors
 
     c.GenerateFeedback.preprocessors = feedback_preprocessors()
 except ImportError:

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional
 
 from labtools.errors import InputError
-from labtools.judge.answer_keys import QuestionKey
-from labtools.teach.measured_keys import MeasuredLab
+from labtools.instructor.answer_keys import QuestionKey
+from labtools.instructor.measured_keys import MeasuredLab
 from labtools.teach.question_values import format_values
 
 #: how every key page's file name starts

@@ -6,8 +6,11 @@ notebooks (``notebooks/``, without the solutions), the package and the topologie
 README and the students' documentation. What a lab asks a student to write is not there
 as source:
 
-- :data:`LEFT_OUT`: files and folders not copied at all (``solutions/``, the instructors'
-  and developers' pages);
+- :data:`LEFT_OUT`: files and folders not copied at all (``solutions/``, the instructor's
+  wing of the package, :mod:`labtools.instructor`, with the answer keys, grading and this
+  module; the instructors' and developers' pages). Nothing on the student's side imports
+  the wing; its commands (``labtools answer-key``, ``autograde``, ``class-report``,
+  ``bundle``) say in one line that they are not part of the edition;
 - :data:`BYTECODE_ONLY`: the kit's own simpleperf client, server, report and option
   parsing (lab 7's answer), and lab 1's rules of a capacity search. Labs 2 and 7 measure
   with the kit's simpleperf (its server counts what your client sends), lab 1 judges your
@@ -15,12 +18,8 @@ as source:
   without docstrings or asserts (:data:`BYTECODE_OPTIMIZE`): they run, their source is not
   there (``inspect.getsource`` fails);
 - :data:`STUBBED`: functions whose body is replaced by a one-line refusal that says how to
-  get the real thing (lab 1's capacity search: ``search_rates``; the instructor's
-  ``labtools answer-key``);
-- :data:`REPLACED`: modules replaced whole by one that refuses, in one line, to be
-  imported: the answer keys (every written question answered for a variant) and their
-  pages. A notebook's given values come from :mod:`labtools.judge.question_givens`, which
-  holds no answer and is there;
+  get the real thing (lab 1's capacity search: ``search_rates``). A notebook's given values
+  come from :mod:`labtools.judge.question_givens`, which holds no answer and is there;
 - :data:`KEPT`: reference code the kit's own judging needs, kept on purpose, with why
   (lab 4's prediction of which pings cross the queue a transfer fills: the verdicts of a
   ping under load are computed from it; a measurement's verdicts show its values once
@@ -105,6 +104,8 @@ class Stub:
 #: not copied at all
 LEFT_OUT: Tuple[Omission, ...] = (
     Omission("solutions", "every lab's solutions and hidden tests"),
+    Omission("labtools/instructor", "the instructor's wing: answer keys, grading, the class "
+             "report, the student edition"),
     Omission("docs/instructors.md", "for instructors: grading, answer keys"),
     Omission("docs/developers.md", "for developers"),
     Omission("docs/testing.md", "for developers"),
@@ -130,19 +131,6 @@ STUBBED: Tuple[Stub, ...] = (
     Stub("labtools/lab/capacity.py", "search_rates",
          "the capacity search is what lab 1 asks you to write (find_capacity in "
          "01-udp-bandwidth-probing.ipynb); it is not in the student edition"),
-    Stub("labtools/commands/answer_key_cmd.py", "run",
-         "labtools answer-key is for instructors: it is not in the student edition"),
-)
-#: modules replaced by a refusal to be imported (:func:`refusing_module`)
-REPLACED: Tuple[Omission, ...] = (
-    Omission("labtools/judge/answer_keys.py", "the answer keys of the written questions"),
-    Omission("labtools/judge/answer_key_questions.py",
-             "the answers of labs 00-03's written questions"),
-    Omission("labtools/judge/answer_key_sharing.py",
-             "the answers of labs 04-06's written questions"),
-    Omission("labtools/teach/answer_key_page.py", "the answer keys' pages"),
-    Omission("labtools/teach/measured_keys.py",
-             "the answer keys on the network a student measured"),
 )
 #: reference code kept on purpose, and why
 KEPT: Tuple[Omission, ...] = (
@@ -155,8 +143,7 @@ KEPT: Tuple[Omission, ...] = (
 @dataclass
 class Bundle:
     """What :func:`write_edition` wrote: the files copied, compiled and stubbed (a
-    function stubbed, or the module replaced: :data:`REPLACED`), paths relative to the
-    edition's folder."""
+    function stubbed: :data:`STUBBED`), paths relative to the edition's folder."""
 
     folder: Path
     copied: List[str] = field(default_factory=list)
@@ -209,7 +196,7 @@ def stubbed_source(text: str, stub: Stub) -> str:
                   and n.name == stub.function), None)
     if found is None or "InputError" not in text:
         raise InputError(f"{stub.path}: no function {stub.function} raising InputError to "
-                         "stub (the list in labtools/teach/student_edition.py is out of date)")
+                         "stub (the list in labtools/instructor/student_edition.py is out of date)")
     body = found.body
     keep = body[0] if isinstance(body[0], ast.Expr) and isinstance(
         getattr(body[0], "value", None), ast.Constant) else None
@@ -219,16 +206,6 @@ def stubbed_source(text: str, stub: Stub) -> str:
     indent = " " * (body[0].col_offset)
     refusal = f"{indent}raise InputError({stub.message!r})\n"
     return "".join(lines[:first]) + refusal + "".join(lines[last:])
-
-
-def refusing_module(omission: Omission) -> str:
-    """The source that replaces ``omission.path`` in the edition: a docstring and
-    ``raise InputError(...)``, so that importing it refuses in one line."""
-    module = omission.path[:-len(".py")].replace("/", ".")
-    message = f"{module} is for instructors ({omission.why}): not in the student edition"
-    return (f'"""{omission.why[:1].upper()}{omission.why[1:]}: not in the student '
-            'edition."""\n\nfrom labtools.errors import InputError\n\n'
-            f"raise InputError({message!r})\n")
 
 
 #: the package data of the kit's pyproject.toml, and the edition's (its marker, bytecode)
@@ -254,7 +231,7 @@ def installable(pyproject: str) -> str:
     for line in (PACKAGE_DATA, SETUPTOOLS_TABLE):
         if line not in pyproject:
             raise InputError(f"pyproject.toml has no {line.strip()!r}: what "
-                             "labtools/teach/student_edition.py replaces is out of date")
+                             "labtools/instructor/student_edition.py replaces is out of date")
     return pyproject.replace(PACKAGE_DATA, EDITION_PACKAGE_DATA).replace(
         SETUPTOOLS_TABLE, EDITION_SETUPTOOLS_TABLE)
 
@@ -364,7 +341,6 @@ def write_edition(root: Path, dest: Path, force: bool = False) -> Bundle:
     files, bundle.skipped_links = source_files(root)
     compiled = {o.path for o in BYTECODE_ONLY}
     stubs = {s.path: s for s in STUBBED}
-    replaced = {o.path: o for o in REPLACED}
     for rel in files:
         if rel in compiled:
             out = _target(dest, rel[:-len(".py")] + ".pyc")
@@ -379,9 +355,6 @@ def write_edition(root: Path, dest: Path, force: bool = False) -> Bundle:
             out.write_text(EDITED[rel]((root / rel).read_text(encoding="utf-8")),
                            encoding="utf-8")
             bundle.copied.append(rel)
-        elif rel in replaced:
-            out.write_text(refusing_module(replaced[rel]), encoding="utf-8")
-            bundle.stubbed.append(rel)
         elif rel in stubs:
             out.write_text(stubbed_source((root / rel).read_text(encoding="utf-8"),
                                           stubs[rel]), encoding="utf-8")

@@ -6,11 +6,11 @@ ipykernel, IPython, NumPy, pandas, matplotlib and the kit, about 1.5 CPU seconds
 2.5-5 a replayed lab costs (BENCHMARKS.md, "Grading a class"). This *kernel fork server*
 imports them once, then forks a child for each kernel asked for: the child takes the
 working folder, environment and standard streams of the process Jupyter started
-(:mod:`labtools.teach.kernel_fork_client`), then runs ipykernel as
+(:mod:`labtools.instructor.kernel_fork_client`), then runs ipykernel as
 ``python -m ipykernel_launcher`` would. What the notebook's cells do is the same; what they
-import is already there. nbgrader's side is :mod:`labtools.teach.grading_kernels`.
+import is already there. nbgrader's side is :mod:`labtools.instructor.grading_kernels`.
 
-``python -m labtools.teach.kernel_forks SOCKET`` runs it (no root); it ends when its
+``python -m labtools.instructor.kernel_forks SOCKET`` runs it (no root); it ends when its
 standard input closes, after its kernels.
 """
 
@@ -55,7 +55,7 @@ PREIMPORTED = ("numpy", "pandas", "matplotlib", "matplotlib.pyplot", "IPython",
 #: how Jupyter starts a kernel of this Python (after the executable)
 LAUNCHER = ["-m", "ipykernel_launcher"]
 #: how the kernels' Unix sockets beside the server's are named
-#: (:class:`labtools.teach.kernel_fork_manager.ForkingKernelManager`)
+#: (:class:`labtools.instructor.kernel_fork_manager.ForkingKernelManager`)
 KERNEL_SOCKET_PREFIX = "kernel-"
 #: largest request (the kernel's environment) in bytes
 REQUEST_BYTES = 1 << 20

@@ -6,7 +6,7 @@ scaled ones, so the key must be too. The TA grades a conclusion against what the
 saw: beside the model's values the key shows the student's own measured values of that lab.
 
 Both come from the student's submission (nbgrader's ``submitted/`` folder of the course,
-else ``autograded/``), read as the class report reads it (:func:`labtools.teach.class_data.
+else ``autograded/``), read as the class report reads it (:func:`labtools.instructor.class_data.
 collect`: every measurement judged again on the student's own variant). Without a
 submission a key is the model's alone, on the unscaled network.
 """
@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from labtools.judge.answer_keys import QuestionKey, keys_for, lab_number
+from labtools.instructor import class_data
+from labtools.instructor.answer_keys import QuestionKey, keys_for, lab_number
 from labtools.judge.question_givens import LAB_CASES, LAB_TOPOLOGIES, kit_topology, labs
 from labtools.model.scaling import scale_rates
-from labtools.teach import class_data
 
 #: nbgrader's folders a student's results are read from, the first that holds them
 SUBMISSION_FOLDERS = ("submitted", "autograded")

@@ -1,7 +1,7 @@
 """One of ``labtools autograde``'s workers: nbgrader's autograde for one submission after
 the other, in one process.
 
-``python -m labtools.teach.autograde_worker REPLY_FD ASSIGNMENT [nbgrader options]`` in the
+``python -m labtools.instructor.autograde_worker REPLY_FD ASSIGNMENT [nbgrader options]`` in the
 course folder. It sets nbgrader's autograde up once, as ``nbgrader autograde
 --CourseDirectory.assignment_id=ASSIGNMENT [options]`` does (the course's
 nbgrader_config.py and Jupyter's config folders, then the options), then reads requests
@@ -12,8 +12,8 @@ to PATH. After each it writes a JSON line to ``REPLY_FD``: ``{"student", "ok", "
 It ends when its input closes.
 
 nbgrader's import and configuration (about 1.5 CPU s) and the kernel fork server's imports
-(:mod:`labtools.teach.kernel_fork_manager`, about 1.4 CPU s) are paid once per worker instead of
-once per submission. A submission's ``cpu_s`` counts this process and what it waited for,
+(:mod:`labtools.instructor.kernel_fork_manager`, about 1.4 CPU s) are paid once per worker
+instead of once per submission. A submission's ``cpu_s`` counts this process and what it waited for,
 the fork server's own time and that of the kernels it waited for, from the end of the
 previous submission: the first one carries the worker's start, and the sum over the
 submissions is everything the worker cost.
@@ -48,8 +48,8 @@ class CpuMeter:
 
     def since_last(self) -> float:
         """CPU seconds spent since the previous call (the first: since the start)."""
+        from labtools.instructor import kernel_fork_manager
         from labtools.system import procfs
-        from labtools.teach import kernel_fork_manager
 
         server = kernel_fork_manager.current_server()
         seconds = None if server is None else procfs.cpu_seconds(server.proc.pid,

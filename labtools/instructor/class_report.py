@@ -2,7 +2,7 @@
 
     labtools class-report course/submitted        # or course/autograded
 
-reads every submission's results file (:mod:`labtools.teach.class_data`) and writes into
+reads every submission's results file (:mod:`labtools.instructor.class_data`) and writes into
 an output folder (default: ``class-report`` in the course folder):
 
 - ``measurements.csv``: every student's value of every measured quantity of every lab,
@@ -14,7 +14,7 @@ an output folder (default: ``class-report`` in the course folder):
 - ``submissions.csv``: one row per submission: its variant, what was read, why its
   measured checks fail (another variant, another student, an edited topology);
 - ``answer-keys/answer-key-STUDENT.html``: each student's answer key, for their own
-  variant (:mod:`labtools.judge.answer_keys`), and ``index.html``, one row per submission
+  variant (:mod:`labtools.instructor.answer_keys`), and ``index.html``, one row per submission
   linking it to its key (``submissions.csv`` names the page too);
 - ``lab-CASE.png`` (measured / expected across the class, one per lab),
   ``verdicts.png`` (the share of each verdict per lab), ``calibrations.png``.
@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING, List, Optional, Tuple
 import pandas as pd
 
 from labtools.errors import InputError
-from labtools.judge.answer_keys import keys_for
-from labtools.teach import class_plots
-from labtools.teach.answer_key_page import key_page_name, write_page
-from labtools.teach.class_data import ClassData, Submission, collect
+from labtools.instructor import class_plots
+from labtools.instructor.answer_key_page import key_page_name, write_page
+from labtools.instructor.answer_keys import keys_for
+from labtools.instructor.class_data import ClassData, Submission, collect
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes

@@ -1,11 +1,11 @@
 """Kernels forked from a server that has imported what the labs import
-(:mod:`labtools.teach.kernel_forks`), for whoever runs notebooks many at a time: nbgrader
-while it grades (:mod:`labtools.teach.grading_kernels`) and the tests that execute the
+(:mod:`labtools.instructor.kernel_forks`), for whoever runs notebooks many at a time: nbgrader
+while it grades (:mod:`labtools.instructor.grading_kernels`) and the tests that execute the
 solutions (:func:`labtools.teach.notebook_files.execute` with ``forked=True``).
 
 :class:`ForkingKernelManager` is Jupyter's kernel manager. For a kernel of this Python
 (``-m ipykernel_launcher``) it starts the fork server once per process and has Jupyter
-start :mod:`labtools.teach.kernel_fork_client` instead; any other kernel, or a server that
+start :mod:`labtools.instructor.kernel_fork_client` instead; any other kernel, or a server that
 does not start, is started as before. The server ends with the process and is waited for,
 so its kernels' CPU time is the process's, as a plain kernel's is. It imports nothing of
 nbgrader.
@@ -35,7 +35,7 @@ from jupyter_client.manager import AsyncKernelManager
 from traitlets import default
 
 from labtools import settings
-from labtools.teach.kernel_forks import KERNEL_SOCKET_PREFIX, LAUNCHER
+from labtools.instructor.kernel_forks import KERNEL_SOCKET_PREFIX, LAUNCHER
 
 #: seconds the server may take to listen (its imports: 1.5 s here, about 30 s in the lab VM
 #: under software emulation) before kernels start as before
@@ -68,7 +68,7 @@ class _Server:
     def __init__(self) -> None:
         self.folder = kernels_folder()
         self.path = os.path.join(self.folder, "forks.sock")
-        self.proc = subprocess.Popen([sys.executable, "-m", "labtools.teach.kernel_forks",
+        self.proc = subprocess.Popen([sys.executable, "-m", "labtools.instructor.kernel_forks",
                                       self.path], stdin=subprocess.PIPE)
         atexit.register(self.stop)
 

@@ -3,7 +3,7 @@
     labtools autograde ASSIGNMENT [--jobs N] [--course DIR] [--student ID]... [--create] [--force]
 
 ``nbgrader autograde ASSIGNMENT`` grades one submission after the other, each notebook in
-a kernel of its own. Here ``jobs`` workers (:mod:`labtools.teach.autograde_worker`) grade
+a kernel of its own. Here ``jobs`` workers (:mod:`labtools.instructor.autograde_worker`) grade
 at once, each one submission after the other with nbgrader's own autograde, set up once
 as ``nbgrader autograde`` sets itself up (nbgrader's imports and the kernel fork server's
 are paid once per worker, not once per submission). One submission's failure or hang is
@@ -112,7 +112,7 @@ def autograde_options(db_url: Optional[str], create: bool = False,
 
 
 class _Worker:
-    """A worker process (:mod:`labtools.teach.autograde_worker`) in its own session: its
+    """A worker process (:mod:`labtools.instructor.autograde_worker`) in its own session: its
     kernels, its fork server and itself are stopped together."""
 
     def __init__(self, python: str, course: Path, assignment: str, options: List[str],
@@ -121,7 +121,7 @@ class _Worker:
         try:
             with open(log, "wb") as out:  # what it says while it starts: the first log
                 self.proc = subprocess.Popen(
-                    [python, "-m", "labtools.teach.autograde_worker", str(write_fd),
+                    [python, "-m", "labtools.instructor.autograde_worker", str(write_fd),
                      assignment, *options], cwd=str(course), env=nbgrader_env(),
                     stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT,
                     pass_fds=(write_fd,), start_new_session=True)

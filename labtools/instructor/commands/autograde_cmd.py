@@ -6,7 +6,7 @@ For the instructor (refused in a student's lab). Runs nbgrader's autograde of AS
 for every submission in the course's ``submitted/`` folder (or the ones named), as
 ``nbgrader autograde ASSIGNMENT --student ID`` does, ``--jobs`` at once (default: four
 for each CPU, as many as the memory holds), and prints a line as each ends; see
-:mod:`labtools.teach.class_grading`.
+:mod:`labtools.instructor.class_grading`.
 Exit status 0 when every submission was graded, 1 when one or more failed or timed out
 (each named, with nbgrader's last line and its log), 2 for a bad course or assignment.
 """
@@ -47,7 +47,7 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Grade, print a line per submission and a summary; 0 if all were graded, else 1."""
     from labtools.errors import EnvironmentProblem, InputError
-    from labtools.teach import class_grading
+    from labtools.instructor import class_grading
 
     options.instructors_only("autograde")
     course = args.course.resolve()

@@ -6,7 +6,7 @@ Writes into ``DIR`` the student notebooks (``notebooks/``), the package and the
 topologies, the README and the students' documentation, without ``solutions/`` and
 without the source of what a lab asks a student to write; the package holds the edition's
 marker, so that the kit knows it is on a course. What is left out, compiled or stubbed is
-listed in :mod:`labtools.teach.student_edition`. ``DIR`` must be empty (``--force`` writes
+listed in :mod:`labtools.instructor.student_edition`. ``DIR`` must be empty (``--force`` writes
 over it); nothing is written through a symbolic link. Built from the kit's source folder
 (a checkout).
 """
@@ -35,14 +35,13 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write the student edition; 0."""
-    from labtools.paths import checkout_root
-    from labtools.teach.student_edition import (
+    from labtools.instructor.student_edition import (
         BYTECODE_ONLY,
         LEFT_OUT,
-        REPLACED,
         STUBBED,
         write_edition,
     )
+    from labtools.paths import checkout_root
 
     root = checkout_root()
     if root is None:
@@ -54,7 +53,6 @@ def run(args: argparse.Namespace) -> int:
     print("left out: " + ", ".join(o.path for o in LEFT_OUT))
     print("bytecode only: " + ", ".join(o.path for o in BYTECODE_ONLY))
     print("stubbed: " + ", ".join(f"{s.path} {s.function}()" for s in STUBBED))
-    print("replaced by a refusal: " + ", ".join(o.path for o in REPLACED))
     for link in bundle.skipped_links:
         print(f"not copied (a symbolic link): {link}")
     return 0

@@ -1,6 +1,6 @@
 """The class report's plots: the slides an instructor shows after a lab.
 
-Each function takes a table of :mod:`labtools.teach.class_data` and an optional ``ax``;
+Each function takes a table of :mod:`labtools.instructor.class_data` and an optional ``ax``;
 without one it draws on a new matplotlib ``Figure`` of its own (not pyplot's: a command
 writes PNGs without a display; in a notebook, ``display(ax.figure)``). The plots name no
 student: they are shown to the class. Ratios are measured / expected (1 is the kit's
@@ -54,7 +54,7 @@ def plot_class_lab(table: "pd.DataFrame", title: str = "",
     quantity under its measurement's name, one dot per student (coloured by its verdict),
     the class median as a black bar, and the line where measured equals expected.
 
-    ``table``: the rows of :data:`~labtools.teach.class_data.MEASUREMENT_COLUMNS` of one
+    ``table``: the rows of :data:`~labtools.instructor.class_data.MEASUREMENT_COLUMNS` of one
     lab; rows without a ratio (an expected value of 0) are left out."""
     rows = table[table["ratio"].notna()]
     order = quantity_order(rows) if len(rows) else []

@@ -40,6 +40,8 @@ from labtools.judge.policy import CAPACITY_HEADROOM
 from labtools.judge.verdicts import Verdict
 from labtools.lab.replay import RecordedCall, recorded_calls
 from labtools.model.catalog import from_dict, to_dict
+from labtools.model.choice import TopologyChoice
+from labtools.model.json_topology import VARIANT
 from labtools.model.scaling import peak_load_mbps, rate_scale, suggested_rate_scale
 from labtools.model.topology import Topology
 from labtools.results import ownership
@@ -233,7 +235,7 @@ def _read(store: ResultStore, sub: Submission, rows: List[Dict[str, Any]],
             .get("params") or {}
         if not isinstance(params, dict):
             raise StoreError(f"{where}: topology_json: params is not an object")
-        sub.recorded_variants.add(str(params.get("variant") or ""))
+        sub.recorded_variants.add(str(params.get(VARIANT) or ""))
     cases = store.cases()
     own_cache: Dict[str, Tuple[Dict[str, Any], str]] = {}
     for case in cases:
@@ -242,7 +244,7 @@ def _read(store: ResultStore, sub: Submission, rows: List[Dict[str, Any]],
             continue
         recorded = from_dict(first.topology_dict)
         try:
-            problem = ownership.case_problem(store, case, recorded.name, recorded.params,
+            problem = ownership.case_problem(store, case, TopologyChoice.of_topology(recorded),
                                              sub.binding, str(sub.results))
         except LabtoolsError as err:
             problem = f"the recorded topology cannot be built again: {err}"
@@ -290,7 +292,7 @@ def _judged(store: ResultStore, sub: Submission, case: str, item: RecordedCall,
             topology, source = _own(record.topology_dict or {}, sub.binding, cache)
             result: Any = rebuild_measurement(replace(record, topology_dict=topology))
             pair = f"{record.src}-{record.dst}"
-            recorded = (record.topology_dict or {}).get("params", {}).get("variant")
+            recorded = (record.topology_dict or {}).get("params", {}).get(VARIANT)
         else:
             group = store.groups(id=str(item.ident))[0]
             members = [store.get(int(i), table=False)
@@ -299,7 +301,7 @@ def _judged(store: ResultStore, sub: Submission, case: str, item: RecordedCall,
             result = rebuild_group(group, [replace(m, topology_dict=topology) for m in members])
             args = call.get("args", {})
             pair = str(args.get("flows") or f"{args.get('src', '')}-{args.get('dst', '')}")
-            recorded = (members[0].topology_dict or {}).get("params", {}).get("variant")
+            recorded = (members[0].topology_dict or {}).get("params", {}).get(VARIANT)
         verdicts: List[Verdict] = list(result.verdicts)
     except (LabtoolsError, IndexError, KeyError) as err:
         verdicts = [Verdict("(not judged)", None, None, "", "inconclusive",

@@ -6,7 +6,7 @@ FOLDER is nbgrader's ``submitted/`` or ``autograded/`` folder (``STUDENT/ASSIGNM
 results/labtools.sqlite``). Prints a summary (submissions, who did not measure their own
 network, identical raw measurements, slow machines, each lab's measured / expected over the
 class) and writes CSV tables and PNG plots into DIR (default: ``class-report`` in the
-course folder); see :mod:`labtools.teach.class_report`. Each student's variant is their
+course folder); see :mod:`labtools.instructor.class_report`. Each student's variant is their
 student id, or what ``--variants`` (default: ``labtools-variants.csv`` in the course
 folder) lists for them.
 """
@@ -39,7 +39,7 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Collect, write, print; return 0."""
     from labtools.errors import InputError
-    from labtools.teach.class_report import make_report
+    from labtools.instructor.class_report import make_report
 
     if args.variants is not None and not args.variants.is_file():
         raise InputError(f"--variants {args.variants}: no such file")

@@ -4,8 +4,8 @@ The notebooks' questions and rubrics speak of "your network's L2"; what that mea
 numbers, and which way each yes/no conclusion goes, depends on the student's variant
 (:mod:`labtools.model.variants`). :data:`ANSWER_KEYS` maps each question id, as the
 notebook shows it (``02-Q3``: lab 02, **Q3.**), to the function that answers it for a
-topology (:mod:`labtools.judge.answer_key_questions`, labs 00-03, and
-:mod:`labtools.judge.answer_key_sharing`, labs 04-06), on top of the values the question
+topology (:mod:`labtools.instructor.answer_key_questions`, labs 00-03, and
+:mod:`labtools.instructor.answer_key_sharing`, labs 04-06), on top of the values the question
 gives (:mod:`labtools.judge.question_givens`, which also says on which topology a question
 is asked and builds the kit's topologies). ``labtools answer-key`` and the class report
 print them per student; a notebook prints only a question's given values
@@ -13,9 +13,9 @@ print them per student; a notebook prints only a question's given values
 
 The keys are the instructor's: where expected values are hidden (a student's lab, a
 course) :func:`keys_for` and every key function refuse with
-:data:`~labtools.judge.answer_key_questions.ANSWER_KEY_REFUSAL`, as
+:data:`~labtools.instructor.answer_key_questions.ANSWER_KEY_REFUSAL`, as
 :func:`labtools.judge.exercises.solve` does, and the student edition does not carry these
-modules (:mod:`labtools.teach.student_edition`).
+modules (:mod:`labtools.instructor.student_edition`).
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from typing import Callable, Dict, List, Optional
 
 from labtools import settings
 from labtools.errors import InputError
-from labtools.judge import answer_key_questions as q
-from labtools.judge import answer_key_sharing as s
-from labtools.judge.answer_key_questions import ANSWER_KEY_REFUSAL, Conclusion, QuestionKey
+from labtools.instructor import answer_key_questions as q
+from labtools.instructor import answer_key_sharing as s
+from labtools.instructor.answer_key_questions import ANSWER_KEY_REFUSAL, Conclusion, QuestionKey
 from labtools.judge.question_givens import (
     LAB_TOPOLOGIES,
     OTHER_TOPOLOGY,
@@ -34,6 +34,7 @@ from labtools.judge.question_givens import (
     labs,
     question_topology,
 )
+from labtools.model.choice import TopologyChoice
 from labtools.model.topology import Topology
 
 __all__ = ["ANSWER_KEYS", "ANSWER_KEY_REFUSAL", "Conclusion", "QuestionKey", "LAB_TOPOLOGIES",
@@ -54,9 +55,9 @@ ANSWER_KEYS: Dict[str, Callable[[Topology], QuestionKey]] = {
 
 
 def keys_for(variant: str, lab: Optional[str] = None,
-             topologies: Optional[Dict[str, Topology]] = None) -> List[QuestionKey]:
+             topologies: Optional[Dict[TopologyChoice, Topology]] = None) -> List[QuestionKey]:
     """Every question's key (or lab ``lab``'s: ``02`` or ``2``) for the network of
-    ``variant`` ('' for the reference). ``topologies`` (spec -> topology) replaces the
+    ``variant`` ('' for the reference). ``topologies`` (choice -> topology) replaces the
     kit's build, e.g. with a rate-scaled network.
 
     Raises:

@@ -6,7 +6,7 @@
 With submissions in the course (``submitted/``, else ``autograded/``), each lab's key is on
 the network the student measured (their rate scale, ``LABTOOLS_RATE_SCALE``) and shows their
 own measured values of the lab beside the model's (``"measured"`` in ``--json``):
-:mod:`labtools.teach.measured_keys`.
+:mod:`labtools.instructor.measured_keys`.
 
 For the instructor and the TAs (refused in a student's lab, ``LABTOOLS_MODE=student``). A
 student's network is the variant the course binds them to: ``labtools-variants.csv`` in
@@ -18,7 +18,7 @@ each yes/no conclusion of the rubric as it holds there; ``--json`` prints a list
 students' keys (``"yes"``: the answer of a yes/no question; ``"borderline": true`` on a
 question, and on each conclusion, where the student's network sits closer to the boundary
 than a run resolves: either answer with the arithmetic shown earns the point); ``--html
-DIR`` writes one page per student (:func:`labtools.teach.answer_key_page.key_page_name`).
+DIR`` writes one page per student (:func:`labtools.instructor.answer_key_page.key_page_name`).
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print (or write) the keys; return 0."""
+    from labtools.instructor.measured_keys import SUBMISSION_FOLDERS, measured_keys, measured_labs
     from labtools.results import ownership
-    from labtools.teach.measured_keys import SUBMISSION_FOLDERS, measured_keys, measured_labs
 
     options.instructors_only("answer-key")
     if bool(args.students) == bool(args.all):
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
                              f"folder of theirs in {args.course}'s "
                              f"{' or '.join(f + '/' for f in SUBMISSION_FOLDERS)}")
     if args.lab is not None:
-        from labtools.judge.answer_keys import lab_number
+        from labtools.instructor.answer_keys import lab_number
         args.lab = lab_number(args.lab)
     submitted = measured_labs(args.course, students, listed)
     found = []
@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _submitters(course: Path) -> Set[str]:
     names: Set[str] = set()
-    from labtools.teach.measured_keys import SUBMISSION_FOLDERS
+    from labtools.instructor.measured_keys import SUBMISSION_FOLDERS
 
     for folder in SUBMISSION_FOLDERS:
         place = course / folder
@@ -110,7 +110,7 @@ def _as_json(binding: Any, keys: List[Any], measured: Dict[str, Any]) -> Dict[st
 
 def _measured_lines(measured: Any) -> List[str]:
     """What the student measured in one lab, as the key's text shows it."""
-    from labtools.teach.answer_key_page import measured_rows
+    from labtools.instructor.answer_key_page import measured_rows
 
     scale = "" if measured.rate_scale == 1 else f", every rate × {measured.rate_scale:g}"
     lines = [f"\nLab {measured.lab}: what the student measured ({measured.case}{scale})"]
@@ -139,7 +139,7 @@ def _as_text(binding: Any, keys: List[Any], measured: Dict[str, Any]) -> str:
 
 
 def _write_pages(folder: Path, found: List[Any]) -> None:
-    from labtools.teach.answer_key_page import write_page
+    from labtools.instructor.answer_key_page import write_page
 
     for binding, keys, measured in found:
         write_page(folder, binding.student, binding.describe(), keys, measured)

@@ -1,8 +1,8 @@
 """The written questions of labs 00-03, answered for one student's network (labs 04-06:
-:mod:`labtools.judge.answer_key_sharing`).
+:mod:`labtools.instructor.answer_key_sharing`).
 
 One function per question (``topology -> QuestionKey``); the registry that names them by
-the id the notebooks show (``02-Q3``) is :data:`labtools.judge.answer_keys.ANSWER_KEYS`.
+the id the notebooks show (``02-Q3``) is :data:`labtools.instructor.answer_keys.ANSWER_KEYS`.
 Each key holds the values the question gives (``given``: rates, delays, queue limits of the
 student's links, from :data:`labtools.judge.question_givens.QUESTION_GIVENS`), the numbers
 a full answer computes from them (``values``), the answer in words with those numbers, and
@@ -221,7 +221,7 @@ def q00_3(topo: Topology) -> QuestionKey:
     """What adds to the propagation delay: the echo's transmission time on L1 and L2."""
     frame = ping_frame_bytes()
     l1, l2 = _rate(topo.link("L1")), _rate(topo.link("L2"))
-    tx1, tx2 = frame * 8 / (l1 * 1e3), frame * 8 / (l2 * 1e3)
+    tx1, tx2 = expect.transmission_ms(frame, l1), expect.transmission_ms(frame, l2)
     total = 2 * (tx1 + tx2)
     return QuestionKey(
         "00-Q3", givens("00-Q3", topo),

@@ -1,5 +1,5 @@
 """The process Jupyter starts as a kernel while nbgrader grades: it asks the kernel fork
-server (:mod:`labtools.teach.kernel_forks`) for a kernel forked from one that has already
+server (:mod:`labtools.instructor.kernel_forks`) for a kernel forked from one that has already
 imported what the labs import, and stands in for it until it ends.
 
 Run by path with ``python -S``: ``kernel_fork_client.py SOCKET -m ipykernel_launcher -f

@@ -1,7 +1,7 @@
-"""nbgrader's side of the forked kernels (:mod:`labtools.teach.kernel_forks`).
+"""nbgrader's side of the forked kernels (:mod:`labtools.instructor.kernel_forks`).
 
 :class:`ForkingExecute` is nbgrader's ``Execute`` with
-:class:`~labtools.teach.kernel_fork_manager.ForkingKernelManager`, put in nbgrader's
+:class:`~labtools.instructor.kernel_fork_manager.ForkingKernelManager`, put in nbgrader's
 autograde steps by a course the kit made (:func:`autograde_preprocessors`,
 :func:`labtools.teach.notebook_files.course_config`). The manager starts the fork server
 once per nbgrader process; the server ends with nbgrader and is waited for, so its kernels'
@@ -14,7 +14,7 @@ from typing import Any, List
 
 from nbgrader.preprocessors import Execute
 
-from labtools.teach.kernel_fork_manager import ForkingKernelManager
+from labtools.instructor.kernel_fork_manager import ForkingKernelManager
 
 
 class ForkingExecute(Execute):
