@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -131,6 +132,10 @@ def test_each_submission_is_reported_and_a_broken_one_is_its_own(both):
     assert done.returncode == 1, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == f"labtools autograde: 4 submissions of {ASSIGNMENT}, 3 at once"
+    # which protections the kernels get, said once (labtools.instructor.kernel_sandbox)
+    assert lines[1].startswith("autograde sandbox: ") and "files" in lines[1], lines[1]
+    assert sum(line.startswith("autograde sandbox") for line in lines) == 1
+    lines = lines[1:]
     ended = sorted(line.split("]")[1].split(":")[0].strip() for line in lines[1:5])
     assert ended == STUDENTS and all(line.startswith("[") for line in lines[1:5])
     assert [int(line[1:].split("/")[0]) for line in lines[1:5]] == [1, 2, 3, 4]
@@ -165,7 +170,9 @@ def test_bad_requests_are_one_line(released, tmp_path):
 
 def test_a_submission_that_kills_its_grader_is_its_own(released, tmp_path):
     """A notebook that kills the process grading it (its kernel's parent) fails alone: the
-    worker that died is replaced and the next submission is graded as before."""
+    worker that died is replaced and the next submission is graded as before. Graded by
+    root, the kernel is a user of its own (labtools.instructor.kernel_sandbox) and cannot:
+    both are graded."""
     course = tmp_path / "course"
     shutil.copytree(released, course)
     kill = ("\nimport os, signal\nos.kill(int(os.environ['JPY_PARENT_PID']), signal.SIGKILL)"
@@ -179,6 +186,12 @@ def test_a_submission_that_kills_its_grader_is_its_own(released, tmp_path):
     kernel_folders = set(Path(tempfile.gettempdir()).glob("labtools-kernels-*"))
     done = _labtools(["autograde", ASSIGNMENT, "--jobs", "1", "--create",
                       "--student", "killer", "--student", "student1"], course)
+    if os.geteuid() == 0:  # the kill refused: the kernel is not its grader's user
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "labtools autograde: 2 graded, 0 not" in done.stdout, done.stdout
+        assert "PermissionError" in (course / "autograded" / "killer" / ASSIGNMENT
+                                     / LAB).read_text()
+        return
     assert done.returncode == 1, done.stdout + done.stderr
     # the killed worker's kernels folder (its fork server's and kernels' sockets) is gone
     assert set(Path(tempfile.gettempdir()).glob("labtools-kernels-*")) <= kernel_folders

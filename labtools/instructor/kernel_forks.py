@@ -10,6 +10,12 @@ working folder, environment and standard streams of the process Jupyter started
 ``python -m ipykernel_launcher`` would. What the notebook's cells do is the same; what they
 import is already there. nbgrader's side is :mod:`labtools.instructor.grading_kernels`.
 
+A kernel nbgrader grades with (``NBGRADER_EXECUTION`` set) is built in a sandbox of its
+own (:mod:`labtools.instructor.kernel_sandbox`): its environment, limits and files before
+ipykernel starts, its network and identity once its sockets are bound; the server says
+once which protections this machine gives, and after such a kernel ends what it left
+running and the folder it was given back (root).
+
 ``python -m labtools.instructor.kernel_forks SOCKET`` runs it (no root); it ends when its
 standard input closes, after its kernels.
 """
@@ -23,7 +29,10 @@ import signal
 import socket
 import sys
 import traceback
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
+
+from labtools import settings
+from labtools.instructor import kernel_sandbox
 
 #: what the server imports before it forks: what the labs' cells import (pyplot without a
 #: backend yet: the kernel's own is chosen in the kernel), what ipykernel imports while a
@@ -69,9 +78,11 @@ def _preimport() -> None:
         __import__(name)
 
 
-def _become_kernel(request: Dict[str, Any], fds: List[int], keep_closed: List[int]) -> None:
-    """In the forked child: take the client's folder, environment and streams, run
-    ipykernel, and exit (never returns)."""
+def _become_kernel(request: Dict[str, Any], fds: List[int], keep_closed: List[int],
+                   sockets: str) -> None:
+    """In the forked child: take the client's folder and streams, build the kernel's
+    sandbox (:mod:`labtools.instructor.kernel_sandbox`; ``sockets``: the kernels' socket
+    folder), run ipykernel, and exit (never returns)."""
     code = 1
     try:
         for fd in keep_closed:
@@ -84,9 +95,13 @@ def _become_kernel(request: Dict[str, Any], fds: List[int], keep_closed: List[in
         for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
             signal.signal(signum, signal.SIG_DFL)
         os.setsid()  # as Jupyter starts a kernel: Ctrl-C at nbgrader's terminal is nbgrader's
+        sandbox = kernel_sandbox.KernelSandbox(
+            request["cwd"], request["env"], request["argv"][len(LAUNCHER):], sockets) \
+            if _grading(request) else None
+        env = sandbox.before_start() if sandbox is not None else request["env"]
         os.chdir(request["cwd"])
         os.environ.clear()
-        os.environ.update(request["env"])
+        os.environ.update(env)
         numpy = sys.modules.get("numpy")
         if numpy is not None:
             numpy.random.seed()  # a kernel of its own draws numbers of its own
@@ -95,7 +110,7 @@ def _become_kernel(request: Dict[str, Any], fds: List[int], keep_closed: List[in
         if parent:
             sys.argv.append(f"--IPKernelApp.parent_handle={parent}")
         sys.path[0] = request["cwd"]  # as for `python -m`
-        _start_kernel()
+        _start_kernel(sandbox)
         code = 0
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else 1
@@ -107,14 +122,25 @@ def _become_kernel(request: Dict[str, Any], fds: List[int], keep_closed: List[in
         os._exit(code)
 
 
-def _start_kernel() -> None:
+def _grading(request: Dict[str, Any]) -> bool:
+    """True for a kernel nbgrader grades with (autograde, validate: it sets
+    ``NBGRADER_EXECUTION``): sandboxed. The solutions executed on a real network by the
+    kit's tests are not."""
+    return bool(request["env"].get(settings.GRADING))
+
+
+def _start_kernel(sandbox: Optional["kernel_sandbox.KernelSandbox"]) -> None:
     """What ``python -m ipykernel_launcher`` does (``IPKernelApp.launch_instance``), with
     ipywidgets' import-time step done once the kernel exists: imported in the server, it
-    found no kernel to register its comm target with (ipywidgets 8: ``_handle_ipython``)."""
+    found no kernel to register its comm target with (ipywidgets 8: ``_handle_ipython``);
+    the sandbox's network and identity (``sandbox.after_bind``, when grading) once the
+    kernel's sockets are bound, before it runs a cell."""
     from ipykernel import kernelapp
 
     app = kernelapp.IPKernelApp.instance()
     app.initialize()
+    if sandbox is not None:
+        sandbox.after_bind()
     widgets = sys.modules.get("ipywidgets")
     register = getattr(widgets, "_handle_ipython", None)
     if callable(register):
@@ -127,6 +153,7 @@ class ForkServer:
     says how each kernel ended; ends when its standard input closes."""
 
     def __init__(self, path: str) -> None:
+        self.path = path
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.listener.bind(path)
         self.listener.listen(64)
@@ -135,6 +162,8 @@ class ForkServer:
         self.selector.register(0, selectors.EVENT_READ)  # standard input
         self.kernel_of: Dict[socket.socket, int] = {}
         self.client_of: Dict[int, Optional[socket.socket]] = {}
+        #: a kernel's submission folder, with its owner's uid and gid
+        self.owner_of: Dict[int, Tuple[str, int, int]] = {}
 
     def serve(self) -> None:
         """Serve until standard input closes."""
@@ -176,14 +205,20 @@ class ForkServer:
         elif "argv" in said and pid is None:
             sys.stdout.flush()
             sys.stderr.flush()
+            try:  # the folder is the kernel's while it runs
+                owner: Optional[os.stat_result] = os.stat(said["cwd"])
+            except OSError:
+                owner = None  # the kernel says so itself
             child = os.fork()
             if child == 0:
                 others = [s.fileno() for s in self.kernel_of] + [conn.fileno(),
                                                                  self.listener.fileno()]
-                _become_kernel(said, fds, others)
+                _become_kernel(said, fds, others, os.path.dirname(self.path))
             for fd in fds:
                 os.close(fd)
             self.kernel_of[conn], self.client_of[child] = child, conn
+            if owner is not None and _grading(said):
+                self.owner_of[child] = (said["cwd"], owner.st_uid, owner.st_gid)
 
     @staticmethod
     def _signal(pid: int, signum: int) -> None:
@@ -191,6 +226,15 @@ class ForkServer:
             os.kill(pid, signum)
         except ProcessLookupError:
             pass  # it ended meanwhile: reaped next
+
+    def _clear_after(self, pid: int) -> None:
+        """Root's kernel ``pid`` ended: end what it left running, give its folder back
+        to the folder's owner (:mod:`labtools.instructor.kernel_sandbox`)."""
+        owner = self.owner_of.pop(pid, None)
+        if os.geteuid() != 0 or owner is None:
+            return
+        kernel_sandbox.kill_identity(kernel_sandbox.kernel_uid(pid))
+        kernel_sandbox.give_back(*owner)
 
     def _reap(self, block: bool) -> None:
         while self.client_of:
@@ -201,6 +245,7 @@ class ForkServer:
             if pid == 0:
                 return
             code = os.waitstatus_to_exitcode(status)
+            self._clear_after(pid)
             conn = self.client_of.pop(pid, None)
             if conn is not None:
                 self.kernel_of.pop(conn, None)
@@ -222,6 +267,7 @@ def serve(path: str) -> None:
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _stop_serving)
     _preimport()
+    print(kernel_sandbox.probe().line(), file=sys.stderr, flush=True)
     server = ForkServer(path)
     try:
         server.serve()

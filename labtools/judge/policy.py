@@ -151,6 +151,22 @@ LIVE_FOLLOW_S = 2.0
 LIVE_RTT_TOL_REL = 0.25
 
 
+# --- the autograde sandbox (labtools.instructor.kernel_sandbox) -----------------------------
+#: address space of one autograde kernel, MiB (a kernel that has imported the labs' modules
+#: maps about 260 MiB and keeps about 130 resident; 8 GiB asked for at once is refused)
+GRADING_MEMORY_MIB = 4096
+#: processes and threads of one kernel's identity (the kernel's own threads, lab 7's
+#: client and server with theirs)
+GRADING_PROCESSES = 256
+#: largest file a kernel may write, MiB
+GRADING_FILE_MIB = 256
+#: files one kernel may hold open
+GRADING_OPEN_FILES = 1024
+#: CPU seconds of one kernel (a replayed lab costs 2.5-5, BENCHMARKS.md "Grading a class")
+GRADING_CPU_S = 900
+#: size of a kernel's own /tmp, /var/tmp and /dev/shm (each), MiB
+GRADING_TMP_MIB = 256
+
 # --- graded conclusions ------------------------------------------------------------------
 #: two rates closer than this fraction are not told apart by one lab's runs: a UDP stream
 #: is judged overloaded only above ``UDP_OVERLOAD`` (5 %) of what the path carries, and

@@ -47,7 +47,7 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Grade, print a line per submission and a summary; 0 if all were graded, else 1."""
     from labtools.errors import EnvironmentProblem, InputError
-    from labtools.instructor import class_grading
+    from labtools.instructor import class_grading, kernel_sandbox
 
     options.instructors_only("autograde")
     course = args.course.resolve()
@@ -69,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
     jobs = args.jobs or class_grading.default_jobs()
     print(f"labtools autograde: {len(students)} submissions of {args.assignment}, "
           f"{min(jobs, len(students))} at once", flush=True)
+    print(kernel_sandbox.announce(), flush=True)
     results = class_grading.grade_class(course, args.assignment, students, jobs,
                                         sys.executable, _print_progress, args.create,
                                         args.force)
