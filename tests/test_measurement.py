@@ -290,3 +290,19 @@ def test_the_median_under_load_names_its_replies(capture):
     median = next(v for v in m.verdicts if v.metric == "rtt_p50 under load")
     assert m.summary.samples > 0
     assert f"median {m.summary.p50_ms:.1f} ms of {m.summary.samples} replies" in median.reason
+
+
+def test_check_network_names_repeated_flows_by_what_ran(capture, capsys):
+    """Lab 5's repeated parallel flows were printed as "RepeatedMeasurement: share h1-h4"
+    in a browser: a set of flows is named by what ran, repeated or not."""
+    from labtools.judge.repeated import judge_repeated
+    from labtools.teach.notebook import check_network
+
+    flows = parse_flows("a1:b1,a2:b2", capture)
+    outputs = [parse("iperf3", _text("iperf3", "tcp_p1.json")),
+               parse("iperf3", _text("iperf3", "tcp_omit.json"))]
+    once = judge_flows(capture, flows, outputs, JudgeContext())
+    check_network(judge_repeated([once, once]), once)
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if "share a1-b1" in ln]
+    assert len(lines) == 2 and all("flows together: share a1-b1" in ln for ln in lines), lines
+    assert not any("Measurement" in ln for ln in lines)

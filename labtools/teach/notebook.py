@@ -213,11 +213,17 @@ def open_lab(case: str, topology: Union[str, TopologyChoice] = "portfolio"
     return lab
 
 
+#: what a judged result that ran no single tool is called in :func:`check_network`'s lines
+RESULT_NAMES = {"FlowsMeasurement": "flows together", "CapacitySearch": "capacity search"}
+
+
 def _verdicts(results: Iterable[Any]) -> List[Any]:
     rows = []
     for result in results:
         label = getattr(result, "src", "") and f"{result.src}-{result.dst} "
-        tool = getattr(result, "tool", "") or type(result).__name__
+        one = getattr(result, "median_run", result)  # a repeated measurement: its runs' kind
+        kind = type(one).__name__
+        tool = getattr(result, "tool", "") or RESULT_NAMES.get(kind, kind)
         rows += [(f"{label}{tool}", v) for v in result.verdicts]
     return rows
 
