@@ -118,6 +118,10 @@ VARIABLES: Tuple[Variable, ...] = (
     Variable("LABTOOLS_FORKED_KERNELS", "1",
              "0: nbgrader's autograde in a course the kit made starts each kernel anew, "
              "instead of forking it from one that has imported the labs' modules"),
+    Variable("LABTOOLS_NBGRADER_SHORTCUTS", "1",
+             "0: labtools autograde's workers keep to nbgrader's public API (an autograde "
+             "application made for each submission, nbgrader's own check of the cells' "
+             "metadata) instead of reusing one and checking each schema once"),
     Variable("LABTOOLS_VARIANT", "labtools-variant.txt beside the notebook, else the hub user",
              "the student's variant of a notebook's topology (portfolio,variant=ID)"),
     Variable("LABTOOLS_RATE_SCALE", "1",
@@ -159,6 +163,8 @@ class Settings:
         show_answers: self-study (``LABTOOLS_SHOW_ANSWERS=1``).
         quick: the short durations (``LABTOOLS_QUICK=1``).
         forked_kernels: autograde's kernels forked (``LABTOOLS_FORKED_KERNELS``, default 1).
+        nbgrader_shortcuts: the grading workers' two reaches past nbgrader's public API
+            (``LABTOOLS_NBGRADER_SHORTCUTS``, default 1).
         variant: the variant asked for ('' when unset; ``LABTOOLS_VARIANT``).
         rate_scale: the rate scale asked for (None when unset or ``auto``).
         rate_scale_auto: ``LABTOOLS_RATE_SCALE=auto``.
@@ -184,6 +190,7 @@ class Settings:
     show_answers: bool = False
     quick: bool = False
     forked_kernels: bool = True
+    nbgrader_shortcuts: bool = True
     variant: str = ""
     rate_scale: Optional[float] = None
     rate_scale_auto: bool = False
@@ -264,6 +271,7 @@ class Settings:
             course_flag=text.flag("LABTOOLS_ON_COURSE"), edition=edition,
             show_answers=text.flag("LABTOOLS_SHOW_ANSWERS"), quick=text.flag("LABTOOLS_QUICK"),
             forked_kernels=text.optional_flag("LABTOOLS_FORKED_KERNELS") is not False,
+            nbgrader_shortcuts=text.optional_flag("LABTOOLS_NBGRADER_SHORTCUTS") is not False,
             variant=text.get("LABTOOLS_VARIANT"),
             rate_scale=None if auto or not scale else text.number("LABTOOLS_RATE_SCALE"),
             rate_scale_auto=auto, hub_user=text.get(HUB_USER), grading=text.get(GRADING),

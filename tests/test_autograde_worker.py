@@ -76,3 +76,51 @@ def test_nbgrader_checks_a_notebook_with_it(monkeypatch):
     graded.metadata["nbgrader"]["points"] = "three"
     with pytest.raises(jsonschema.ValidationError):
         v3.MetadataValidatorV3().validate_nb(nb)
+
+
+def test_the_shortcuts_apply_to_the_checked_versions_only(monkeypatch):
+    monkeypatch.delenv("LABTOOLS_NBGRADER_SHORTCUTS", raising=False)
+    import nbgrader
+
+    assert autograde_worker.shortcuts_apply()  # the installed version is a checked one
+    assert str(nbgrader.__version__).startswith(autograde_worker.SHORTCUT_VERSIONS)
+    assert autograde_worker.shortcuts_apply("0.9.5")
+    assert not autograde_worker.shortcuts_apply("0.10.0")
+    monkeypatch.setenv("LABTOOLS_NBGRADER_SHORTCUTS", "0")
+    assert not autograde_worker.shortcuts_apply("0.9.5")
+
+
+@pytest.mark.parametrize("shortcuts, apps", [("1", 1), ("0", 3)])
+def test_the_switch_makes_an_application_per_submission(monkeypatch, tmp_path, shortcuts, apps):
+    """With LABTOOLS_NBGRADER_SHORTCUTS=0 a worker keeps to nbgrader's public path: an
+    application made for each submission, as `nbgrader autograde --student ID` does."""
+    import io
+    import json
+
+    monkeypatch.setenv("LABTOOLS_NBGRADER_SHORTCUTS", shortcuts)
+    made, graded = [], []
+
+    def new_app():
+        made.append(object())
+        return made[-1]
+
+    monkeypatch.setattr(autograde_worker, "grade_one",
+                        lambda app, student: graded.append((app, student)) or True)
+    monkeypatch.setattr(autograde_worker, "_log_to", lambda path: None)
+    requests = io.StringIO("".join(json.dumps({"student": s, "log": str(tmp_path / s)}) + "\n"
+                                   for s in ("a", "b", "c")))
+    replies = io.StringIO()
+    autograde_worker.serve(new_app, requests, replies)
+    assert len(made) == apps and [s for _, s in graded] == ["a", "b", "c"]
+    assert len({id(app) for app, _ in graded}) == apps
+    assert [json.loads(r)["ok"] for r in replies.getvalue().splitlines()] == [True] * 3
+
+
+def test_without_the_shortcuts_nbgraders_own_schema_check_stays(monkeypatch, tmp_path):
+    from nbgrader.nbgraderformat import common
+
+    monkeypatch.setenv("LABTOOLS_NBGRADER_SHORTCUTS", "0")
+    monkeypatch.setattr(common, "jsonschema", jsonschema)
+    monkeypatch.chdir(tmp_path)
+    autograde_worker.make_app("labs", [])
+    assert common.jsonschema is jsonschema

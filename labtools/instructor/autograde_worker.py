@@ -26,7 +26,7 @@ import os
 import resource
 import sys
 import traceback
-from typing import IO, Any, Dict, List, Optional
+from typing import IO, Any, Callable, Dict, List, Optional
 
 
 def _own_cpu_s() -> float:
@@ -105,6 +105,26 @@ class SchemasCheckedOnce:
             raise error
 
 
+#: the nbgrader versions the two shortcuts (:func:`check_schemas_once`, one application
+#: reused by :func:`grade_one`) were checked against: tests/test_autograde_worker.py runs
+#: them beside nbgrader's own path with the installed version (pyproject.toml bounds it)
+SHORTCUT_VERSIONS = ("0.9.",)
+
+
+def shortcuts_apply(version: Optional[str] = None) -> bool:
+    """Whether the worker reaches past nbgrader's public API: ``LABTOOLS_NBGRADER_SHORTCUTS``
+    is not 0 and nbgrader's ``version`` (default: the installed one) is one of
+    :data:`SHORTCUT_VERSIONS`. Otherwise each submission gets an application of its own and
+    nbgrader's own metadata check, as ``nbgrader autograde --student ID`` would."""
+    from labtools import settings
+
+    if version is None:
+        import nbgrader
+
+        version = str(nbgrader.__version__)
+    return settings.current().nbgrader_shortcuts and version.startswith(SHORTCUT_VERSIONS)
+
+
 def check_schemas_once() -> None:
     """Have nbgrader's cell-metadata check use :class:`SchemasCheckedOnce` (this process
     only: a worker's; where nbgrader has no such check, nothing changes)."""
@@ -117,10 +137,11 @@ def check_schemas_once() -> None:
 
 def make_app(assignment: str, options: List[str]) -> Any:
     """nbgrader's autograde application, configured as on its command line (its check of
-    the cells' metadata: :func:`check_schemas_once`)."""
+    the cells' metadata: :func:`check_schemas_once`, where :func:`shortcuts_apply`)."""
     from nbgrader.apps.autogradeapp import AutogradeApp
 
-    check_schemas_once()
+    if shortcuts_apply():
+        check_schemas_once()
     app = AutogradeApp()
     app.initialize([f"--CourseDirectory.assignment_id={assignment}", *options])
     return app
@@ -144,13 +165,16 @@ def grade_one(app: Any, student: str) -> bool:
         sys.stderr.flush()
 
 
-def serve(app: Any, requests: IO[str], replies: IO[str]) -> None:
-    """Grade each requested submission, reply after each, until ``requests`` ends."""
+def serve(new_app: Callable[[], Any], requests: IO[str], replies: IO[str]) -> None:
+    """Grade each requested submission, reply after each, until ``requests`` ends: with one
+    application from ``new_app`` reused where :func:`shortcuts_apply`, else a new one each."""
     meter = CpuMeter()
+    reuse = shortcuts_apply()
+    app = new_app() if reuse else None
     for line in requests:
         request: Dict[str, str] = json.loads(line)
         _log_to(request["log"])
-        ok = grade_one(app, request["student"])
+        ok = grade_one(app if app is not None else new_app(), request["student"])
         replies.write(json.dumps({"student": request["student"], "ok": ok,
                                   "cpu_s": round(meter.since_last(), 3)}) + "\n")
         replies.flush()
@@ -160,8 +184,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     """``REPLY_FD ASSIGNMENT [nbgrader options]``; 0 when its input ended."""
     args = sys.argv[1:] if argv is None else argv
     replies = os.fdopen(int(args[0]), "w", buffering=1)
-    app = make_app(args[1], args[2:])
-    serve(app, sys.stdin, replies)
+    serve(lambda: make_app(args[1], args[2:]), sys.stdin, replies)
     return 0
 
 
