@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from labtools.judge import verdicts
+from labtools.judge import rate_verdicts, verdicts
 from labtools.judge.machine import MachineProfile
 from labtools.lab.machine_watch import WATCH_PERCENTILE, lateness_ms
 from labtools.model.calibration import CALIBRATION_DELAY_MS
@@ -40,14 +40,14 @@ def test_a_low_rate_with_timers_later_than_the_burst_is_the_machines():
     """iperf3 at 24 % of L2's ceiling while the timers were 11 ms late (the lab VM on a busy
     host): HTB's burst lasts 4.1 ms at 30 Mbit/s, so the link could not run at its rate."""
     busy = CALIBRATED.during(11.0, (30.0,))
-    row = verdicts.rate_verdict(6.97, 28.69, machine=busy)
+    row = rate_verdicts.rate_verdict(6.97, 28.69, machine=busy)
     assert row.verdict == "inconclusive" and "11.0 ms late" in row.reason
     quiet = CALIBRATED.during(0.4, (30.0,))
-    assert verdicts.rate_verdict(6.97, 28.69, machine=quiet).verdict == "suspicious"
+    assert rate_verdicts.rate_verdict(6.97, 28.69, machine=quiet).verdict == "suspicious"
     # later than half the burst time: a path's several shaped hops lose their rate already
     # (measured in the lab VM: 0.6-1.4 x the burst time late, 26-60 % of the ceiling)
     half = CALIBRATED.during(0.6 * htb_burst_ms(30.0), (30.0,))
-    assert verdicts.rate_verdict(15.0, 28.69, machine=half).verdict == "inconclusive"
+    assert rate_verdicts.rate_verdict(15.0, 28.69, machine=half).verdict == "inconclusive"
     assert CALIBRATED.timers_limit() is None  # nothing measured during a run
 
 
@@ -66,13 +66,13 @@ def test_late_timers_cost_a_path_every_shaped_link_it_crosses():
     assert together == pytest.approx(1 / sum(1 / htb_burst_ms(r) for r in rates))
     assert together < min(htb_burst_ms(r) for r in rates)
     late = 0.45 * htb_burst_ms(min(rates))  # under half the bottleneck's burst
-    alone = verdicts.rate_verdict(13.03, 19.13, machine=CALIBRATED.during(late, (min(rates),)))
+    alone = rate_verdicts.rate_verdict(13.03, 19.13, machine=CALIBRATED.during(late, (min(rates),)))
     assert alone.verdict == "suspicious"
-    crossed = verdicts.rate_verdict(13.03, 19.13, machine=CALIBRATED.during(late, rates))
+    crossed = rate_verdicts.rate_verdict(13.03, 19.13, machine=CALIBRATED.during(late, rates))
     assert crossed.verdict == "inconclusive" and f"{len(rates)} shaped links" in crossed.reason
     # a machine whose timers are on time still judges the path
     prompt = CALIBRATED.during(0.2 * together, rates)
-    assert verdicts.rate_verdict(13.03, 19.13, machine=prompt).verdict == "suspicious"
+    assert rate_verdicts.rate_verdict(13.03, 19.13, machine=prompt).verdict == "suspicious"
     assert path_burst_ms(()) is None and shaped_rates_mbps(topo, "h1", "h2") == ()
 
 

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from labtools.errors import InputError
-from labtools.judge import policy, verdicts
+from labtools.judge import policy, rate_verdicts, verdicts
 from labtools.judge.machine import MachineProfile
 from labtools.model import expect
 from labtools.tools.parsers import parse
@@ -90,68 +90,68 @@ def test_sender_overshoot_is_flagged_and_receiver_is_used():
     sender, receiver = parsed.summary["sender_mbps"], parsed.summary["receiver_mbps"]
     assert sender > CAPTURE_LINK_MBPS > receiver  # what the real capture shows
     ceiling = expect.tcp_goodput_ceiling_mbps(CAPTURE_LINK_MBPS)
-    guard = verdicts.sender_guard(sender, ceiling)
+    guard = rate_verdicts.sender_guard(sender, ceiling)
     assert guard is not None and guard.verdict == "invalid" and "socket buffer" in guard.reason
-    assert verdicts.sender_guard(receiver, ceiling) is None
+    assert rate_verdicts.sender_guard(receiver, ceiling) is None
     per_interval = parsed.table[(parsed.table["stream"] == -1) & (parsed.table["side"] == "sender")]
-    marked = verdicts.flag_sender_intervals(per_interval, CAPTURE_LINK_MBPS)
+    marked = rate_verdicts.flag_sender_intervals(per_interval, CAPTURE_LINK_MBPS)
     assert marked["above_link"].iloc[0]  # the first second overshoots (slow start into buffers)
 
 
 @pytest.mark.parametrize("measured, verdict", [(25.0, "ok"), (15.0, "suspicious"), (35.0, "invalid")])
 def test_rate_verdicts_follow_the_policy_band(measured, verdict):
-    assert verdicts.rate_verdict(measured, 28.69).verdict == verdict
+    assert rate_verdicts.rate_verdict(measured, 28.69).verdict == verdict
     assert (verdict == "ok") == policy.rate_ok(measured, 28.69)
 
 
 def test_a_low_rate_on_a_machine_that_cannot_carry_the_load_is_inconclusive():
     """Notebook 04 in CI: h1-h4 got 13.3 Mbit/s beside h8-h9 on a disjoint path (28.7 +
     19.1 = 47.8 Mbit/s together), on a machine that forwards about 35."""
-    row = verdicts.rate_verdict(13.3, 28.69, load_mbps=47.8, machine=SLOW_MACHINE)
+    row = rate_verdicts.rate_verdict(13.3, 28.69, load_mbps=47.8, machine=SLOW_MACHINE)
     assert row.verdict == "inconclusive"
     assert "forwards at most 35.0 Mbit/s" in row.reason and "47.8" in row.reason
     # the same rate where the machine could carry the load: a finding about the network
     fast = MachineProfile(0.01, 0.02, 900.0)
-    assert verdicts.rate_verdict(13.3, 28.69, load_mbps=47.8, machine=fast).verdict == "suspicious"
+    assert rate_verdicts.rate_verdict(13.3, 28.69, load_mbps=47.8, machine=fast).verdict == "suspicious"
     # a rate in the band stays ok, and an impossible one invalid, whatever the machine
-    assert verdicts.rate_verdict(25.0, 28.69, load_mbps=47.8, machine=SLOW_MACHINE).verdict == "ok"
-    assert verdicts.rate_verdict(31.0, 28.69, load_mbps=47.8, machine=SLOW_MACHINE).verdict == "invalid"
+    assert rate_verdicts.rate_verdict(25.0, 28.69, load_mbps=47.8, machine=SLOW_MACHINE).verdict == "ok"
+    assert rate_verdicts.rate_verdict(31.0, 28.69, load_mbps=47.8, machine=SLOW_MACHINE).verdict == "invalid"
 
 
 def test_udp_overload_must_lose_datagrams():
     parsed = _fixture("iperf2", "udp_overload.txt", "iperf")
     s = parsed.summary
     ceiling = expect.udp_goodput_mbps(CAPTURE_LINK_MBPS)
-    rows = verdicts.udp_verdicts(s["receiver_mbps"], s["sender_mbps"], s["lost_pct"], ceiling)
+    rows = rate_verdicts.udp_verdicts(s["receiver_mbps"], s["sender_mbps"], s["lost_pct"], ceiling)
     assert [r.metric for r in rows] == ["receiver_rate", "loss_above_capacity"]
     assert rows[0].verdict == "ok" and rows[1].verdict == "ok", rows
     # the same overload with (impossibly) no loss is flagged
-    rows = verdicts.udp_verdicts(s["receiver_mbps"], s["sender_mbps"], 0.0, ceiling)
+    rows = rate_verdicts.udp_verdicts(s["receiver_mbps"], s["sender_mbps"], 0.0, ceiling)
     assert rows[1].verdict == "invalid"
 
 
 def test_share_and_total_verdicts():
     ceiling = expect.tcp_goodput_ceiling_mbps(30.0)
     fair = expect.tcp_goodput_ceiling_mbps(15.0)
-    assert verdicts.share_verdict("h1-h4", 14.0, fair, ceiling, True).verdict == "ok"
-    assert verdicts.total_verdict(28.5, ceiling, ceiling, None).verdict == "ok"
-    assert verdicts.total_verdict(40.0, ceiling, ceiling, None).verdict == "invalid"
+    assert rate_verdicts.share_verdict("h1-h4", 14.0, fair, ceiling, True).verdict == "ok"
+    assert rate_verdicts.total_verdict(28.5, ceiling, ceiling, None).verdict == "ok"
+    assert rate_verdicts.total_verdict(40.0, ceiling, ceiling, None).verdict == "invalid"
 
 
 def test_a_share_above_fair_is_uneven_not_impossible():
     """Measured in the VM (labtools run portfolio mux, 10 s): h1-h4 20.69, h2-h5 5.77."""
     ceiling = expect.tcp_goodput_ceiling_mbps(30.0)
     fair = expect.tcp_goodput_ceiling_mbps(15.0)
-    high = verdicts.share_verdict("h1-h4", 20.69, fair, ceiling, True)
-    low = verdicts.share_verdict("h2-h5", 5.77, fair, ceiling, True)
+    high = rate_verdicts.share_verdict("h1-h4", 20.69, fair, ceiling, True)
+    low = rate_verdicts.share_verdict("h2-h5", 5.77, fair, ceiling, True)
     assert high.verdict == low.verdict == "suspicious"
     assert "uneven sharing" in high.reason and "uneven sharing" in low.reason
-    impossible = verdicts.share_verdict("h1-h4", 30.5, fair, ceiling, False)
+    impossible = rate_verdicts.share_verdict("h1-h4", 30.5, fair, ceiling, False)
     assert impossible.verdict == "invalid" and "even alone" in impossible.reason
     # a low share while the link was not full is not blamed on the other flow
-    alone = verdicts.share_verdict("a", 5.0, fair, ceiling, False)
+    alone = rate_verdicts.share_verdict("a", 5.0, fair, ceiling, False)
     assert "uneven" not in alone.reason and alone.verdict == "suspicious"
-    slow = verdicts.share_verdict("a", 5.0, fair, ceiling, False, 47.8, SLOW_MACHINE)
+    slow = rate_verdicts.share_verdict("a", 5.0, fair, ceiling, False, 47.8, SLOW_MACHINE)
     assert slow.verdict == "inconclusive"
 
 
@@ -159,14 +159,14 @@ def test_a_share_above_fair_is_uneven_not_impossible():
     (0.97, True, "ok"), (0.5, True, "suspicious"), (0.5, False, "inconclusive"),
     (None, True, "invalid")])
 def test_jain_verdict_uses_the_policy_cut_off(index, total_ok, verdict):
-    row = verdicts.jain_verdict(index, total_ok)
+    row = rate_verdicts.jain_verdict(index, total_ok)
     assert row.verdict == verdict
     if index is not None:
         assert (index >= policy.JAIN_OK) == (verdict == "ok")
 
 
 def test_verdict_rows_round_trip_and_order():
-    row = verdicts.rate_verdict(15.0, 28.69)
+    row = rate_verdicts.rate_verdict(15.0, 28.69)
     assert verdicts.Verdict.from_dict(row.as_dict()) == row
     table = verdicts.compare([row, verdicts.rtt_verdict(61, 60)])
     assert list(table.columns) == verdicts.COMPARE_COLUMNS and len(table) == 2
@@ -221,14 +221,14 @@ def test_a_window_limited_rate_is_judged_against_the_window_the_kernel_granted()
     rtt_s = 0.040
     asked = 100_000 * 8 / rtt_s / 1e6
     real = granted.summary["snd_wnd_bytes"] * 8 / rtt_s / 1e6
-    row = verdicts.window_verdict(0.95 * real, asked, granted_limit_mbps=real)
+    row = rate_verdicts.window_verdict(0.95 * real, asked, granted_limit_mbps=real)
     assert row.verdict == "ok" and row.expected == real and "granted" in row.reason
     # more than one window per round trip: not what a window-limited TCP does
-    assert verdicts.window_verdict(1.2 * real, asked, granted_limit_mbps=real).verdict == "suspicious"
+    assert rate_verdicts.window_verdict(1.2 * real, asked, granted_limit_mbps=real).verdict == "suspicious"
     # more than the doubled buffer allows: impossible on any Linux
-    assert verdicts.window_verdict(2.1 * asked, asked).verdict == "invalid"
+    assert rate_verdicts.window_verdict(2.1 * asked, asked).verdict == "invalid"
     # the kernel's window not read: judged against the asked window, said so
-    unread = verdicts.window_verdict(0.95 * asked, asked)
+    unread = rate_verdicts.window_verdict(0.95 * asked, asked)
     assert unread.verdict == "ok" and "not read" in unread.reason
 
 
@@ -236,9 +236,9 @@ def test_a_flow_a_little_above_its_share_is_ordinary_tcp():
     """Repeated sets in the lab VM put single flows up to 1.20 x their fair share; a flow
     at 1.05 x was 'suspicious: uneven sharing' under the old band (RATE_MAX)."""
     fair = 14.346
-    assert verdicts.share_verdict("a1-b1", 1.05 * fair, fair, 28.7, True).verdict == "ok"
-    assert verdicts.share_verdict("a1-b1", 1.20 * fair, fair, 28.7, True).verdict == "ok"
-    above = verdicts.share_verdict("a1-b1", 1.30 * fair, fair, 28.7, True)
+    assert rate_verdicts.share_verdict("a1-b1", 1.05 * fair, fair, 28.7, True).verdict == "ok"
+    assert rate_verdicts.share_verdict("a1-b1", 1.20 * fair, fair, 28.7, True).verdict == "ok"
+    above = rate_verdicts.share_verdict("a1-b1", 1.30 * fair, fair, 28.7, True)
     assert above.verdict == "suspicious" and "uneven sharing" in above.reason
 
 
@@ -253,23 +253,23 @@ def test_tcp_above_the_loss_limited_estimate_is_not_invalid():
     """CUBIC may exceed Mathis et al.'s rate (Reno's): above it, within what the path
     carries, is ok with a note; only above the path's ceiling is invalid."""
     assert LOSSY_ESTIMATE == pytest.approx(7.094, abs=1e-3)
-    above = verdicts.loss_limited_verdict(12.0, LOSSY_ESTIMATE, LOSSY_CEILING)
+    above = rate_verdicts.loss_limited_verdict(12.0, LOSSY_ESTIMATE, LOSSY_CEILING)
     assert above.verdict == "ok" and above.expected == LOSSY_ESTIMATE
     assert "above the loss-limited estimate 7.09" in above.reason
     assert "CUBIC may exceed it" in above.reason and "within the 19.13" in above.reason
     # the issue's case: 19.50 is above the 19.13 the path carries, by less than the
     # tolerance of a measured rate: ok, but never "within" it
-    close = verdicts.loss_limited_verdict(19.50, LOSSY_ESTIMATE, LOSSY_CEILING)
+    close = rate_verdicts.loss_limited_verdict(19.50, LOSSY_ESTIMATE, LOSSY_CEILING)
     assert close.verdict == "ok" and "within" not in close.reason
     assert "1.9% above the 19.13 the path carries" in close.reason
-    impossible = verdicts.loss_limited_verdict(20.0, LOSSY_ESTIMATE, LOSSY_CEILING)
+    impossible = rate_verdicts.loss_limited_verdict(20.0, LOSSY_ESTIMATE, LOSSY_CEILING)
     assert impossible.verdict == "invalid" and impossible.expected == LOSSY_CEILING
     # near the estimate: judged against it like any expectation
-    near = verdicts.loss_limited_verdict(6.5, LOSSY_ESTIMATE, LOSSY_CEILING)
+    near = rate_verdicts.loss_limited_verdict(6.5, LOSSY_ESTIMATE, LOSSY_CEILING)
     assert near.verdict == "ok" and "of the expected 7.09" in near.reason
-    assert verdicts.loss_limited_verdict(2.0, LOSSY_ESTIMATE, LOSSY_CEILING).verdict == "suspicious"
+    assert rate_verdicts.loss_limited_verdict(2.0, LOSSY_ESTIMATE, LOSSY_CEILING).verdict == "suspicious"
     # no link limits the rate: above the estimate is still no more than a note
-    free = verdicts.loss_limited_verdict(50.0, LOSSY_ESTIMATE, None)
+    free = rate_verdicts.loss_limited_verdict(50.0, LOSSY_ESTIMATE, None)
     assert free.verdict == "ok" and "no link limits the path" in free.reason
 
 
@@ -279,11 +279,11 @@ def _rows_at(ratio: float) -> list:
     """A verdict of each kind that names a figure, with the measured value ``ratio`` x it."""
     rtt = 90.66
     return [
-        verdicts.loss_limited_verdict(ratio * LOSSY_CEILING, LOSSY_ESTIMATE, LOSSY_CEILING),
-        verdicts.rate_verdict(ratio * LOSSY_CEILING, LOSSY_CEILING),
-        verdicts.total_verdict(ratio * LOSSY_CEILING, LOSSY_CEILING, LOSSY_CEILING, None),
-        verdicts.window_verdict(ratio * LOSSY_CEILING, LOSSY_CEILING),
-        verdicts.share_verdict("a1-b1", ratio * LOSSY_CEILING, LOSSY_CEILING,
+        rate_verdicts.loss_limited_verdict(ratio * LOSSY_CEILING, LOSSY_ESTIMATE, LOSSY_CEILING),
+        rate_verdicts.rate_verdict(ratio * LOSSY_CEILING, LOSSY_CEILING),
+        rate_verdicts.total_verdict(ratio * LOSSY_CEILING, LOSSY_CEILING, LOSSY_CEILING, None),
+        rate_verdicts.window_verdict(ratio * LOSSY_CEILING, LOSSY_CEILING),
+        rate_verdicts.share_verdict("a1-b1", ratio * LOSSY_CEILING, LOSSY_CEILING,
                                2 * LOSSY_CEILING, True),
         verdicts.rtt_bound_verdict(ratio * rtt, rtt),
         verdicts.rtt_bound_verdict(ratio * rtt, rtt, machine_ms=1.2, late_allowance_ms=3.0),
@@ -342,17 +342,17 @@ def test_an_ok_rate_well_below_its_expectation_says_why_it_is_ok():
     carry the load (or was not calibrated). Near its expectation: the plain reason."""
     ceiling = expect.tcp_goodput_ceiling_mbps(40)  # L1 of the reference network
     measured = 0.78 * ceiling
-    slow = verdicts.rate_verdict(measured, ceiling, machine=SLOW_MACHINE)
+    slow = rate_verdicts.rate_verdict(measured, ceiling, machine=SLOW_MACHINE)
     assert slow.verdict == "ok" and f"{measured:.2f} measured" in slow.reason
     assert (f"this machine forwarded at most {SLOW_MACHINE.forward_mbps:.1f} Mbit/s when "
             "calibrated") in slow.reason and f"the {ceiling:.1f} the network had" in slow.reason
     fast = MachineProfile(0.01, 0.02, 900.0)
-    roomy = verdicts.rate_verdict(measured, ceiling, machine=fast)
+    roomy = rate_verdicts.rate_verdict(measured, ceiling, machine=fast)
     assert roomy.verdict == "ok" and "900.0 Mbit/s" in roomy.reason
     assert f"a rate from {policy.RATE_OK_LOW:.0%} of the expected is ok" in roomy.reason
-    assert "not calibrated" in verdicts.rate_verdict(measured, ceiling).reason
-    near = verdicts.rate_verdict(0.97 * ceiling, ceiling, machine=fast)
+    assert "not calibrated" in rate_verdicts.rate_verdict(measured, ceiling).reason
+    near = rate_verdicts.rate_verdict(0.97 * ceiling, ceiling, machine=fast)
     assert near.reason == f"97% of the expected {ceiling:.2f} Mbit/s"
     # below expectation on a machine that cannot carry the load: always said
-    assert "forwarded at most" in verdicts.rate_verdict(0.97 * ceiling, ceiling,
+    assert "forwarded at most" in rate_verdicts.rate_verdict(0.97 * ceiling, ceiling,
                                                         machine=SLOW_MACHINE).reason

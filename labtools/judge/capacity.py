@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
-from labtools.judge import policy, verdicts
+from labtools.judge import policy, rate_verdicts
 from labtools.judge.machine import MachineProfile
 from labtools.judge.measurement import JudgeContext, Measurement
 from labtools.judge.together import JudgedTogether
@@ -123,9 +123,9 @@ def judge_capacity(topo: Topology, src: str, dst: str, steps: Sequence[Measureme
     rows = capacity_rows(steps, phases, offered)
     summary = summarize_search(rows)
     expected = expect_pair(topo, src, dst)
-    row = verdicts.rate_verdict(summary.estimate_mbps, expected.udp_goodput_ceiling_mbps,
+    row = rate_verdicts.rate_verdict(summary.estimate_mbps, expected.udp_goodput_ceiling_mbps,
                                 metric="capacity estimate",
                                 machine=_machine_during(topo, src, dst, steps, context),
-                                low_causes=verdicts.UDP_LOW_CAUSES)
+                                low_causes=rate_verdicts.UDP_LOW_CAUSES)
     return CapacitySearch(src, dst, list(steps), summary, expected, [row], rows=rows,
                           context=context or JudgeContext())

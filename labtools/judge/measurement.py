@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from labtools.errors import InputError
-from labtools.judge import policy, verdicts
+from labtools.judge import policy, rate_verdicts, verdicts
 from labtools.judge.judged import Judged
 from labtools.judge.machine import MachineProfile
 from labtools.judge.verdicts import Verdict
@@ -205,7 +205,7 @@ def _judge_udp(summary: Summary, expected: PairExpectation, context: JudgeContex
                _topo: Optional[Topology], machine: Optional[MachineProfile]) -> List[Verdict]:
     udp = require_kind(summary, UdpSummary)
     sent = udp.sender_mbps if udp.sender_mbps is not None else context.offered_mbps
-    return verdicts.udp_verdicts(udp.receiver_mbps, sent, udp.loss_pct,
+    return rate_verdicts.udp_verdicts(udp.receiver_mbps, sent, udp.loss_pct,
                                  expected.udp_goodput_ceiling_mbps, machine)
 
 
@@ -215,20 +215,20 @@ def _judge_tcp(summary: Summary, expected: PairExpectation, context: JudgeContex
     # the goodput ceiling, or less: a queue limit's cap or the loss-limited estimate
     ceiling = expected.tcp_limit_mbps
     if ceiling is None:  # no link limits the path: the machine does
-        return [verdicts.machine_rate_verdict(tcp.steady_mbps, machine)]
+        return [rate_verdicts.machine_rate_verdict(tcp.steady_mbps, machine)]
     carry = carry_limit_mbps(expected)
     limit = window_limit_mbps(context.window_bytes, expected.rtt_ms)
     if limit is not None and limit < ceiling:
         granted = window_limit_mbps(context.granted_window_bytes, expected.rtt_ms)
         cap = ceiling if carry is None else carry  # a window above the loss estimate may hold
-        return [verdicts.window_verdict(tcp.steady_mbps, limit, machine,
+        return [rate_verdicts.window_verdict(tcp.steady_mbps, limit, machine,
                                         None if granted is None else min(granted, cap))]
     rows = [tcp_rate_verdict(tcp.steady_mbps, expected, context.load_mbps, machine)]
     if tcp.reverse_receiver_mbps is not None and topo is not None:  # --bidir
         rows.append(tcp_rate_verdict(tcp.reverse_receiver_mbps,
                                      expect_pair(topo, expected.dst, expected.src), None,
                                      machine, "reverse receiver_rate"))
-    guard = verdicts.sender_guard(tcp.sender_mbps, carry)
+    guard = rate_verdicts.sender_guard(tcp.sender_mbps, carry)
     if guard is not None:
         rows.append(guard)
     return rows
@@ -266,9 +266,9 @@ def tcp_rate_verdict(measured_mbps: Optional[float], expected: PairExpectation,
     ``ok`` with a note: CUBIC may exceed it); else against ``tcp_limit_mbps``."""
     carry, estimate = carry_limit_mbps(expected), expected.mathis_limit_mbps
     if estimate is not None and (carry is None or estimate < carry):
-        return verdicts.loss_limited_verdict(measured_mbps, estimate, carry, metric, load_mbps,
+        return rate_verdicts.loss_limited_verdict(measured_mbps, estimate, carry, metric, load_mbps,
                                              machine)
-    return verdicts.rate_verdict(measured_mbps, expected.tcp_limit_mbps, metric, load_mbps,
+    return rate_verdicts.rate_verdict(measured_mbps, expected.tcp_limit_mbps, metric, load_mbps,
                                  machine)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from labtools.judge import policy, verdicts
+from labtools.judge import policy, rate_verdicts
 from labtools.judge.measurement import JudgeContext, Measurement, judge_parsed
 from labtools.judge.together import JudgedTogether
 from labtools.judge.verdicts import Verdict
@@ -176,21 +176,21 @@ def judge_flows(topo: Topology, flows: Sequence[Flow], outputs: Sequence[Parsed]
     for flow, want, got, m, s in zip(flows, goodput, rates, measured, summaries):
         alone_rate = bottleneck(topo, flow.src, flow.dst)[0]
         alone = None if alone_rate is None else tcp_goodput_ceiling_mbps(alone_rate)
-        row = verdicts.share_verdict(f"{flow.src}-{flow.dst}", got, want, alone, link_full,
+        row = rate_verdicts.share_verdict(f"{flow.src}-{flow.dst}", got, want, alone, link_full,
                                      load or None, machine)
-        guard = verdicts.sender_guard(s.sender_mbps, alone)
+        guard = rate_verdicts.sender_guard(s.sender_mbps, alone)
         m.verdicts = [row] + ([guard] if guard is not None else [])
         rows.append(row)
     total_ok = True
     if capacity is not None:
-        total_row = verdicts.total_verdict(total, capacity, load, machine)
+        total_row = rate_verdicts.total_verdict(total, capacity, load, machine)
         total_ok = total_row.verdict != policy.INCONCLUSIVE
         rows.append(total_row)
     jains = []
     for label, pairs in _bottleneck_groups(topo, flows, shares, outputs, rates,
                                            context.warmup_s).items():
         jain = jain_index([x for x, _w in pairs]) if any(x for x, _w in pairs) else None
-        rows.append(verdicts.jain_verdict(jain, total_ok, label))
+        rows.append(rate_verdicts.jain_verdict(jain, total_ok, label))
         jains.append(jain)
     jain = min((j for j in jains if j is not None), default=None)
     spread_row = _spread_verdict(start_spread_ms, measured, context.warmup_s)

@@ -125,7 +125,7 @@ def plot_intervals(table: "pd.DataFrame", link_mbps: Optional[float] = None,
 
 def _mark_overshoot(ax: "Axes", sender: Optional["pd.DataFrame"], link_mbps: float) -> None:
     """Red crosses on the sender's intervals above the link rate (no wire carries that)."""
-    from labtools.judge.verdicts import flag_sender_intervals
+    from labtools.judge.rate_verdicts import flag_sender_intervals
 
     if sender is None or not len(sender):
         return
