@@ -326,6 +326,11 @@ def test_solution_runs_top_to_bottom_on_a_real_network(name, tmp_path, monkeypat
     for cell in _code_cells(executed):
         errors = [o for o in cell.outputs if o.get("output_type") == "error"]
         assert not errors, (cell.id, errors)
+        # a warning is red text under the cell for the student (lab 6's fillna("-") under
+        # pandas 3, seen in a browser)
+        warned = [o["text"] for o in cell.outputs if o.get("name") == "stderr"
+                  and "Warning" in o.get("text", "")]
+        assert not warned, (cell.id, warned)
     graded = [c for c in _code_cells(executed) if _nbgrader(c).get("grade")]
     assert graded and all(c.execution_count for c in graded), name
     # not graded, but a network that produced the impossible is the kit's fault (or the VM's)
