@@ -5,7 +5,7 @@ A lab asks a student to compute a value (``"rtt_ms r1 r2"``, see
 with their time (:mod:`labtools.results.predictions`); the lab's measurements are kept with
 theirs, each with its probe call (:class:`~labtools.judge.measurement.ProbeCall`). A
 prediction counts when a right answer was recorded before the first measurement of that
-quantity in the same notebook, or when the quantity has not been measured yet.
+quantity, or when the quantity has not been measured yet.
 
 Which calls measure which quantity (:func:`measures`), the pair of nodes in either order:
 
@@ -17,6 +17,10 @@ Which calls measure which quantity (:func:`measures`), the pair of nodes in eith
 - ``window_rate_mbps``: a TCP test between them with that window;
 - ``udp_received_mbps``: iperf's UDP between them;
 - ``fair_share_mbps``, ``connection_window_bytes``: the concurrent flows of the question.
+
+A measurement counts whatever made it: a probe call of any notebook, a command typed by
+hand (``run_on``, ``labtools shell``; :mod:`labtools.judge.typed_commands`). Which ones
+the caller passes is its choice (:mod:`labtools.teach.predict_first`).
 
 Pure: the callers pass the times and calls they read from the results store.
 """
@@ -37,11 +41,14 @@ RATE_PROBES = frozenset({"iperf3", "simpleperf", "iperf_udp", "capacity_search"}
 
 @dataclass(frozen=True)
 class MeasuredCall:
-    """A probe call of the notebook and when its measurement started (aware UTC)."""
+    """A measurement and when it started (aware UTC): a probe call, or a command typed by
+    hand read as one (:mod:`labtools.judge.typed_commands`); ``source`` says what made it
+    when it is not the notebook's own probe call (``run_on on h1 in notebook intro``)."""
 
     probe: str
     args: Mapping[str, Any]
     started_at: datetime
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -109,30 +116,42 @@ def measures(question_id: str, call: MeasuredCall) -> bool:
     return rule is not None and rule(call)
 
 
+def first_call(question_id: str, calls: Iterable[MeasuredCall]) -> Optional[MeasuredCall]:
+    """The first measurement of the quantity among ``calls``; None when it was not."""
+    found = [c for c in calls if measures(question_id, c)]
+    return min(found, key=lambda c: c.started_at) if found else None
+
+
 def first_measured(question_id: str, calls: Iterable[MeasuredCall]) -> Optional[datetime]:
     """When the quantity was first measured among ``calls``; None when it was not."""
-    times = [c.started_at for c in calls if measures(question_id, c)]
-    return min(times) if times else None
+    call = first_call(question_id, calls)
+    return None if call is None else call.started_at
 
 
 def judge_record(question_id: str, answers: Sequence[Tuple[datetime, bool]],
-                 calls: Iterable[MeasuredCall]) -> OnRecord:
+                 calls: Iterable[MeasuredCall], refused: Sequence[str] = ()) -> OnRecord:
     """Whether ``question_id``'s prediction counts: ``answers`` are the checked answers on
-    record for it (their time, whether right), ``calls`` the notebook's measurements."""
-    measured = first_measured(question_id, calls)
+    record for it (their time, whether right on the student's network), ``calls`` every
+    measurement of the lab's network; ``refused`` the one-line reasons of the records that
+    earn nothing (:mod:`labtools.judge.answer_record`), the first of which is the reason
+    when no right answer is left."""
+    first = first_call(question_id, calls)
     right = sorted(t for t, correct in answers if correct)
+    if not right and refused:
+        return OnRecord(False, refused[0])
     if not answers:
         return OnRecord(False, f"{question_id}: no checked answer on record (check your "
                                "answers in the lab, before measuring)")
     if not right:
         return OnRecord(False, f"{question_id}: no right answer on record")
-    if measured is None:
+    if first is None:
         return OnRecord(True, f"{question_id}: right at {_clock(right[0])}, not measured yet")
-    if right[0] < measured:
+    measured = _clock(first.started_at) + (f", {first.source}" if first.source else "")
+    if right[0] < first.started_at:
         return OnRecord(True, f"{question_id}: right at {_clock(right[0])}, before the "
-                              f"measurement at {_clock(measured)}")
+                              f"measurement at {measured}")
     return OnRecord(False, f"{question_id}: the first right answer ({_clock(right[0])}) came "
-                           f"after the measurement ({_clock(measured)}): predict first")
+                           f"after the measurement ({measured}): predict first")
 
 
 def _clock(when: datetime) -> str:

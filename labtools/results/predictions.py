@@ -6,7 +6,12 @@ saved in the lab's results store as a :class:`Prediction`: the question's id (as
 :mod:`labtools.judge.exercises` names it, ``"rtt_ms h1 h4"``), the number given, whether it
 was right, and when. Grading replays the results file and credits a prediction only when a
 right one was recorded before the quantity was measured
-(:mod:`labtools.judge.prediction_order`). The store keeps them in the table ``predictions``
+(:mod:`labtools.judge.prediction_order`). A prediction's time is the kit's, never the
+caller's: the store writes ``recorded_at`` as it saves the row, inside the write
+transaction, so the times follow the row ids (:meth:`ResultStore.save_predictions
+<labtools.results.store.ResultStore.save_predictions>` refuses a record that brings its
+own). Grading reads them again and believes neither the time nor the stored verdict
+blindly (:mod:`labtools.judge.answer_record`). The store keeps them in the table ``predictions``
 (:data:`labtools.results.schema.PREDICTIONS`); only this module turns a record into its
 columns and back.
 """
@@ -14,7 +19,7 @@ columns and back.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any, Dict, Optional
 
 from labtools.errors import StoreError
@@ -32,8 +37,9 @@ class Prediction:
 
     ``question`` is the question's id (``"rtt_ms h1 h4"``); ``answer`` the number given (None
     when the answer was not a number), in the question's unit; ``correct`` whether it was
-    right on the lab's topology; ``recorded_at`` ISO 8601 UTC; ``session_id`` and ``case`` the
-    lab's; ``student`` who answered (the JupyterHub user, None elsewhere)."""
+    right on the lab's topology; ``recorded_at`` ISO 8601 UTC, written by the store when it
+    saves the record (empty until then; a record read back carries it); ``session_id`` and
+    ``case`` the lab's; ``student`` who answered (the JupyterHub user, None elsewhere)."""
 
     question: str
     answer: Optional[float]
@@ -42,16 +48,27 @@ class Prediction:
     session_id: str = ""
     topology: str = ""
     student: Optional[str] = None
-    recorded_at: str = field(default_factory=utc_now)
+    recorded_at: str = ""
     id: Optional[int] = None
 
 
-def prediction_row(record: Prediction) -> Dict[str, Any]:
-    """The columns of ``record`` (:data:`PREDICTION_COLUMNS`); a NaN or infinite answer is
-    saved as NULL (SQLite has no NaN)."""
+def check_unsaved(record: Prediction) -> None:
+    """Refuse a record that is not a new checked answer: it needs its question's id, and
+    its time is the kit's to write (:class:`StoreError` with one line)."""
     if not record.question.strip():
         raise StoreError("a prediction needs its question's id")
+    if record.recorded_at or record.id is not None:
+        raise StoreError(f"prediction {record.question!r}: its time is written by the kit as "
+                         "it is saved; give no recorded_at (or id)")
+
+
+def prediction_row(record: Prediction, recorded_at: Optional[str] = None) -> Dict[str, Any]:
+    """The columns of ``record`` (:data:`PREDICTION_COLUMNS`) saved at ``recorded_at``
+    (ISO 8601 UTC; now when not given); a NaN or infinite answer is saved as NULL (SQLite
+    has no NaN)."""
+    check_unsaved(record)
     row = asdict(record)
+    row["recorded_at"] = recorded_at or utc_now()
     answer = record.answer
     row["answer"] = None if answer is None or not math.isfinite(answer) else float(answer)
     row["correct"] = 1 if record.correct else 0

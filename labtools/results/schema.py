@@ -23,6 +23,7 @@ foreign keys, commit.
 from __future__ import annotations
 
 import sqlite3
+from datetime import datetime, timezone
 from typing import Optional, Set
 
 from labtools.errors import StoreError
@@ -79,6 +80,10 @@ LIVE_EVENTS = """CREATE TABLE IF NOT EXISTS live_events (
         t_s REAL NOT NULL, recorded_at TEXT NOT NULL, session_id TEXT NOT NULL DEFAULT '',
         "case" TEXT NOT NULL DEFAULT '', topology TEXT NOT NULL DEFAULT '',
         values_json TEXT NOT NULL)"""
+#: when the file was made (one row, written by the kit as it makes a new file; a file made
+#: before it existed has none): a checked answer cannot be older
+#: (:mod:`labtools.judge.answer_record`)
+CREATED = "CREATE TABLE IF NOT EXISTS store_created (created_at TEXT NOT NULL)"
 #: the columns of ``runs`` a save writes (all but ``id``), in order
 RUN_COLUMNS = (
     "schema_version", "started_at", "finished_at", "topology", "topology_json",
@@ -102,6 +107,7 @@ STATEMENTS = [
     TRANSCRIPTS,
     PREDICTIONS,
     LIVE_EVENTS,
+    CREATED,
 ]
 
 
@@ -153,6 +159,8 @@ def create_or_upgrade(con: sqlite3.Connection, path: object) -> None:
         rebuild_runs(con, path)
     if found is None:
         con.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
+        con.execute("INSERT INTO store_created VALUES (?)",
+                    (datetime.now(timezone.utc).isoformat(),))
     con.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
 
 

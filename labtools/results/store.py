@@ -57,6 +57,9 @@ h4``), ``answer`` (NULL when not a number), ``correct`` (0 or 1), ``recorded_at`
 ``case``, ``topology``, ``values_json``; see :mod:`labtools.results.live_events`. A file
 written before it existed reads as holding none.
 
+``store_created(created_at)`` — one row: when the file was made (ISO 8601 UTC), written
+with its first tables; a file made before the kit kept it has none.
+
 ``samples(run_id, row, values_json)`` — one row per table row; :meth:`ResultStore.samples`
 rebuilds the DataFrame with its columns and dtypes.
 
@@ -97,11 +100,12 @@ from labtools.results.live_events import (
 from labtools.results.predictions import (
     PREDICTION_COLUMNS,
     Prediction,
+    check_unsaved,
     prediction_record,
     prediction_row,
 )
 from labtools.results.rebuild import rebuild_group, rebuild_measurement
-from labtools.results.records import GroupRecord, RunRecord, environment
+from labtools.results.records import GroupRecord, RunRecord, environment, utc_now
 from labtools.results.schema import (
     GROUP_COLUMNS,
     RUN_COLUMNS,
@@ -273,13 +277,17 @@ class ResultStore(StoreReads):
         return record.id
 
     def save_predictions(self, records: Sequence[Prediction]) -> None:
-        """Write checked answers in one transaction (their ids are set)."""
-        rows = [prediction_row(r) for r in records]
+        """Write checked answers in one transaction, each stamped with the time it is
+        written (set, with its id, on the record): the times follow the row ids. A record
+        that brings its own ``recorded_at`` is refused (:class:`StoreError`)."""
+        for record in records:
+            check_unsaved(record)
         with self._transaction(f"cannot save the checked answers to {self.path}") as con:
-            for record, row in zip(records, rows):
+            for record in records:
+                row = prediction_row(record, utc_now())
                 cursor = con.execute(_insert("predictions", PREDICTION_COLUMNS),
                                      [row[c] for c in PREDICTION_COLUMNS])
-                record.id = int(cursor.lastrowid or 0)
+                record.id, record.recorded_at = int(cursor.lastrowid or 0), row["recorded_at"]
 
     def save_live_events(self, events: Sequence[LiveEvent]) -> None:
         """Write a live demonstration's events in one transaction (their ids are set)."""

@@ -61,6 +61,21 @@ class StoreReads:
         return self.query('SELECT call_json, started_at, id FROM runs WHERE "case" = ? '
                           "AND call_json IS NOT NULL ORDER BY id", (case,))
 
+    def every_call_time(self) -> List[sqlite3.Row]:
+        """``case``, ``topology``, ``call_json``, ``started_at``, ``id`` of every run with a
+        probe call recorded, whatever its notebook or status, oldest first."""
+        return self.query('SELECT "case", topology, call_json, started_at, id FROM runs '
+                          "WHERE call_json IS NOT NULL ORDER BY id")
+
+    def created_at(self) -> Optional[str]:
+        """When the file was made (ISO 8601 UTC, :data:`labtools.results.schema.CREATED`);
+        None for a file made before the kit kept it."""
+        if not self.query("SELECT name FROM sqlite_master WHERE type = 'table' AND "
+                          "name = 'store_created'"):
+            return None
+        rows = self.query("SELECT MIN(created_at) AS created_at FROM store_created")
+        return str(rows[0]["created_at"]) if rows and rows[0]["created_at"] else None
+
     def owner_columns(self, case: str) -> List[sqlite3.Row]:
         """``id``, ``topology_json``, ``context_json`` of every run of ``case`` (who and
         what network each says it was measured by and on)."""

@@ -4,10 +4,18 @@ answer with its time, and say whether each prediction came before its measuremen
 In a running lab, :func:`checked_answers` grades the answers on the lab's topology, saves
 each one in the lab's results store (:class:`labtools.results.predictions.Prediction`),
 and adds two columns: ``on_record`` (a right answer was recorded before the quantity was
-first measured in this notebook, or it is not measured yet) and ``record`` (why, in one
-line; :mod:`labtools.judge.prediction_order`). While nbgrader grades, the lab replays the
+first measured, or it is not measured yet) and ``record`` (why, in one line;
+:mod:`labtools.judge.prediction_order`). While nbgrader grades, the lab replays the
 student's results file: nothing is saved, and the columns come from what the student
 recorded, so a prediction is credited only when it was on record before the measurement.
+
+Nothing the file says about itself is taken on trust: each answer on record is checked
+again on the lab's network (the student's own, when grading), whatever verdict was stored,
+and a row dated before the file was made or before a row saved ahead of it earns nothing
+(:mod:`labtools.judge.answer_record`). A measurement counts whatever made it
+(:func:`every_measurement`): a probe call of any notebook, ``run_on``, ``labtools shell``.
+Off a course the file is the student's own and can still be rewritten whole: the order
+is on the honour system there (``docs/students.md``).
 
 An expected value a student may not see yet (graded work) appears in the table once the
 answer is right or the quantity has been measured; a wrong answer's number stays hidden
@@ -23,15 +31,20 @@ from __future__ import annotations
 import html
 import math
 import numbers
+from datetime import datetime
 from typing import Any, Dict, List, Mapping, Optional, Union
 
 import pandas as pd
 
 from labtools import settings
+from labtools.judge.answer_record import KeptAnswer, Vetted, vet_answers
 from labtools.judge.exercises import NO_ANSWER, grade, question_text
 from labtools.judge.prediction_order import MeasuredCall, first_measured, judge_record
+from labtools.judge.question_givens import LAB_CASES
+from labtools.judge.typed_commands import node_addresses, typed_calls
 from labtools.lab.replay import ReplaySession
 from labtools.lab.session import LabSession
+from labtools.model.topology import Topology
 from labtools.results.columns import decode_json, decode_time
 from labtools.results.predictions import Prediction
 from labtools.results.store import ResultStore
@@ -53,6 +66,70 @@ def measured_calls(store: ResultStore, case: str) -> List[MeasuredCall]:
     return calls
 
 
+def _on(topology: str, topo: Topology) -> bool:
+    """Whether a record saved on ``topology`` (a name or a spec; '' unknown) was made on a
+    network of ``topo``'s name (its node names and addresses mean the same)."""
+    return not topology or topology.split(",")[0].strip() == topo.name
+
+
+def _began(store: ResultStore, case: str) -> Optional[datetime]:
+    """When notebook ``case`` first left a record in ``store`` (a run, a checked answer,
+    a command typed on a node); None when it left none."""
+    times = [decode_time(row["started_at"], f"{store.path}: runs row {row['id']}")
+             for row in store.call_times(case)]
+    times += [decode_time(p.recorded_at, f"{store.path}: predictions row {p.id}")
+              for p in store.predictions(case=case)]
+    times += [decode_time(t.started_at, f"{store.path}: shell_transcripts row {t.id}")
+              for t in store.transcripts(case=case)]
+    return min(times) if times else None
+
+
+def every_measurement(store: ResultStore, case: str, topo: Topology) -> List[MeasuredCall]:
+    """Every measurement of ``topo``'s network in ``store`` that a prediction of notebook
+    ``case`` must come before, whatever made it: the probe calls of any notebook (or of a
+    lab opened under any other case) and the commands typed on its nodes (``run_on``,
+    ``labtools shell``; :mod:`labtools.judge.typed_commands`). Left out: what another lab
+    of the course (:data:`~labtools.judge.question_givens.LAB_CASES`) measured before this
+    notebook left its first record, which is that lab's work done earlier in the course
+    (a later lab may ask a quantity again)."""
+    began, labs = _began(store, case), set(LAB_CASES.values())
+
+    def earlier_lab(other: str, when: datetime) -> bool:
+        return other != case and other in labs and began is not None and when < began
+
+    calls = []
+    for row in store.every_call_time():
+        where = f"{store.path}: runs row {row['id']}"
+        call = decode_json(row["call_json"], f"{where}: call_json")
+        when = decode_time(row["started_at"], f"{where}: started_at")
+        other = str(row["case"] or "")
+        if (isinstance(call.get("args"), dict) and _on(str(row["topology"] or ""), topo)
+                and not earlier_lab(other, when)):
+            source = "" if other == case else f"in notebook {other or '(none)'}"
+            calls.append(MeasuredCall(str(call.get("probe", "")), call["args"], when, source))
+    nodes = node_addresses(topo)
+    for kept in store.transcripts():
+        when = decode_time(kept.started_at, f"{store.path}: shell_transcripts row {kept.id}")
+        if not _on(kept.topology, topo) or earlier_lab(kept.case, when):
+            continue
+        how = "run_on" if kept.ended_by == "run_on" else "labtools shell"
+        source = f"{how} on {kept.node}" + (f" in notebook {kept.case}" if kept.case else "")
+        for command in kept.commands:
+            calls += typed_calls(kept.node, command.command, when, nodes, source)
+    return calls
+
+
+def _vetted(store: ResultStore, topo: Topology, case: str) -> Dict[str, Vetted]:
+    """The answers checked in notebook ``case``, read again against the whole file and
+    ``topo`` (:mod:`labtools.judge.answer_record`)."""
+    rows = [KeptAnswer(int(p.id or 0), p.question, p.answer,
+                       decode_time(p.recorded_at, f"{store.path}: predictions row {p.id}"),
+                       p.correct, p.case) for p in store.predictions()]
+    created = store.created_at()
+    made = decode_time(created, f"{store.path}: store_created") if created else None
+    return vet_answers(rows, topo, case, made)
+
+
 def _store(lab: Union[LabSession, ReplaySession]) -> Optional[ResultStore]:
     if isinstance(lab, LabSession):
         lab.open_store()
@@ -70,8 +147,8 @@ def checked_answers(lab: Union[LabSession, ReplaySession],
     """Grade ``{question id: answer}`` on the lab's topology, keep the answers on record (a
     running lab) and judge the order of prediction and measurement (module docstring)."""
     store = _store(lab)
-    calls = measured_calls(store, lab.case) if store is not None else []
-    measured = [q for q in answers if first_measured(q, calls) is not None]
+    own = measured_calls(store, lab.case) if store is not None else []
+    measured = [q for q in answers if first_measured(q, own) is not None]
     table = grade(answers, lab.topo, measured)
     if not show_answers():  # graded work: a wrong answer's number waits for its measurement
         secret = ~(table["correct"].astype(bool) | table["question"].isin(measured))
@@ -89,11 +166,10 @@ def checked_answers(lab: Union[LabSession, ReplaySession],
         reason = problem or "this lab keeps no results file: nothing is on record"
         table["on_record"], table["record"] = False, reason
         return table
-    kept: Dict[str, List] = {}
-    for p in store.predictions(case=lab.case):
-        kept.setdefault(p.question, []).append(
-            (decode_time(p.recorded_at, f"{store.path}: prediction {p.id}"), p.correct))
-    judged = [judge_record(str(q), kept.get(str(q), []), calls) for q in table["question"]]
+    kept = _vetted(store, lab.topo, lab.case)
+    calls = every_measurement(store, lab.case, lab.topo)
+    judged = [judge_record(str(q), kept.get(str(q), Vetted()).answers, calls,
+                           kept.get(str(q), Vetted()).refused) for q in table["question"]]
     table["on_record"] = [j.on_record for j in judged]
     table["record"] = [j.reason for j in judged]
     return table
