@@ -43,13 +43,29 @@ LABTOOLS = ROOT / ".venv" / "bin" / "labtools"
 READY_TIMEOUT_S = 1200
 KERNEL_TIMEOUT_S = 600
 RUN_ALL_TIMEOUT_S = 3600
-SOLUTION = re.compile(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION\n?", re.S)
-STUB = re.compile(r"# YOUR CODE HERE\nraise NotImplementedError\(\)\n?")
+SOLUTION = re.compile(r"[ \t]*### BEGIN SOLUTION\n(.*?)[ \t]*### END SOLUTION\n?", re.S)
+STUB = re.compile(r"[ \t]*# YOUR CODE HERE\n[ \t]*raise NotImplementedError\(\)\n?")
 
 
 def solution_text(source: str) -> str:
     """What a student who knows the answer writes: the solution's region(s)."""
     return "".join(SOLUTION.findall(source))
+
+
+def filled_stubs(source: str, solution: str, extra: str = "") -> str:
+    """``source`` with its k-th ``# YOUR CODE HERE`` stub replaced by the solution's k-th
+    region (a cell can ask for several functions); ``extra`` after the first."""
+    regions = iter(SOLUTION.findall(solution))
+    first = [True]
+
+    def one(_match: "re.Match[str]") -> str:
+        text = next(regions, "")
+        if first[0]:
+            first[0] = False
+            return text + extra
+        return text
+
+    return STUB.sub(one, source)
 
 
 def answered(student: Dict[str, Any], solution: Dict[str, Any], wrong_first: bool) -> int:
@@ -67,9 +83,9 @@ def answered(student: Dict[str, Any], solution: Dict[str, Any], wrong_first: boo
         if cell["cell_type"] == "markdown" and "YOUR ANSWER HERE" in source:
             cell["source"] = text
         elif STUB.search(source):
-            if wrong_first and filled == 0:
-                text += "rtt_link_ms = {k: 2 * v for k, v in rtt_link_ms.items()}\n"
-            cell["source"] = STUB.sub(lambda _, t=text: t, source, count=1)
+            slip = ("rtt_link_ms = {k: 2 * v for k, v in rtt_link_ms.items()}\n"
+                    if wrong_first and filled == 0 else "")
+            cell["source"] = filled_stubs(source, by_id[grade_id], slip)
         else:
             continue
         filled += 1
@@ -180,6 +196,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="the probes' short durations")
     parser.add_argument("--wrong", nargs="*", default=["02"], choices=["02"],
                         help="labs walked a second time with a wrong first answer")
+    parser.add_argument("--wrong-only", action="store_true",
+                        help="walk the --wrong labs with the wrong answer only")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "walk")
     parser.add_argument("--edition", type=Path, default=Path("/tmp/walk-edition/netlab"))
     args = parser.parse_args()
@@ -196,7 +214,8 @@ def main() -> int:
             workspace = args.edition / "workspace"
             for number in args.labs:
                 name = next(p.name for p in sorted((ROOT / "notebooks").glob(f"{number}-*.ipynb")))
-                for wrong in ([False, True] if number in args.wrong else [False]):
+                walks = [True] if args.wrong_only else [False, True]
+                for wrong in (walks if number in args.wrong else [False]):
                     started = time.monotonic()
                     try:
                         found.append(walk(driver, url, workspace, name, args.out, wrong))
