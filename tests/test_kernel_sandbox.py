@@ -15,6 +15,7 @@ import pytest
 from labtools.instructor import kernel_sandbox
 from labtools.instructor.kernel_fork_manager import ForkingKernelManager
 from labtools.judge import policy
+from labtools.system import procfs
 
 ROOT = Path(__file__).resolve().parent.parent
 #: what the hostile cell tries; each entry says what happened ("refused: ..." or what it got)
@@ -157,11 +158,8 @@ def test_what_grading_needs_still_works(hostile):
 
 def _running(pid: int) -> bool:
     """True while ``pid`` runs (a zombie waiting to be reaped has ended)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
+    fields = procfs.stat_fields(pid)
+    return fields is not None and fields[0] != "Z"
 
 
 def test_it_leaves_nothing_behind(hostile):
@@ -172,8 +170,8 @@ def test_it_leaves_nothing_behind(hostile):
     if os.geteuid() == 0:
         assert hostile["uid"] >= kernel_sandbox.KERNEL_UID_BASE  # a user of its own
         assert not _running(hostile["daemon"])  # what it left running is ended
-        mine = [p for p in os.listdir("/proc") if p.isdigit() and _running(int(p))
-                and os.stat(f"/proc/{p}").st_uid >= kernel_sandbox.KERNEL_UID_BASE]
+        mine = [p for p in procfs.pids() if _running(p)
+                and (procfs.owner_uid(p) or 0) >= kernel_sandbox.KERNEL_UID_BASE]
         assert mine == []
 
 

@@ -113,15 +113,14 @@ def set_limits(as_root: bool) -> None:
 
 def _tasks_of(uid: int) -> int:
     """Processes and threads whose real user is ``uid`` (what ``RLIMIT_NPROC`` counts)."""
+    from labtools.system import procfs
+
     count = 0
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/status", encoding="ascii", errors="replace") as status:
-                fields = dict(line.split(":", 1) for line in status if ":" in line)
-        except OSError:
+    for pid in procfs.pids():
+        status = procfs.read_text(pid, "status")
+        if status is None:
             continue  # gone meanwhile
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
         if int(fields.get("Uid", "-1 0").split()[0]) == uid:
             count += int(fields.get("Threads", "1"))
     return count
@@ -307,11 +306,12 @@ def kill_identity(uid: int) -> None:
     the kernel left running in the background)."""
     import signal
 
-    for name in os.listdir("/proc"):
-        if name.isdigit():
+    from labtools.system import procfs
+
+    for pid in procfs.pids():
+        if procfs.owner_uid(pid) == uid:
             try:
-                if os.stat(f"/proc/{name}").st_uid == uid:
-                    os.kill(int(name), signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
             except OSError:
                 continue  # gone meanwhile
 
