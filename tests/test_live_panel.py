@@ -125,3 +125,29 @@ def test_a_slow_machine_is_named_in_the_panel():
     slow.start()
     slow._worker.join(60)
     assert "samples every 2.8 s" in slow.status.value
+
+
+def test_drawing_never_holds_up_the_demonstration(monkeypatch):
+    """In a browser in the lab VM the panel's run stalled: each sample waited for the
+    figure to be drawn (seconds under emulation). Now a drawing thread redraws once for
+    the samples that came in meanwhile, and the run goes on."""
+    import threading
+    import time
+
+    class Fast(Demo):
+        def run(self, duration_s, changes, on_sample=None, stop=None, on_change=None):
+            start = time.monotonic()
+            for _ in range(20):
+                on_sample({})
+                time.sleep(0.01)
+            self.took_s = time.monotonic() - start
+
+    demo = Fast()
+    panel = LivePanel(Lab(), make_demo=lambda lab, chosen: demo)
+    drawn = []
+    monkeypatch.setattr(panel, "refresh", lambda: (drawn.append(1), time.sleep(0.3)))
+    panel.start()
+    panel._worker.join(10)
+    assert not panel._worker.is_alive() and isinstance(panel._worker, threading.Thread)
+    assert demo.took_s < 1.0  # 20 samples, not 20 drawings of 0.3 s
+    assert 1 <= len(drawn) < 20

@@ -52,6 +52,8 @@ SLIDER_MAX_LOSS_PCT = 10.0
 SLIDER_MAX_QUEUE_PKTS = min(2000, MAX_QUEUE_PKTS)
 SLIDER_RATE_FACTOR = 2.0
 ERROR_STYLE = "color:#b00020"
+#: seconds the drawing thread waits for a new sample before it looks again
+REDRAW_WAIT_S = 0.25
 
 
 def series(events: Sequence["LiveEvent"]) -> Dict[str, Any]:
@@ -160,6 +162,8 @@ class LivePanel(w.VBox):
         self.demo: Optional["LiveDemo"] = None
         self._stop = threading.Event()
         self._worker: Optional[threading.Thread] = None
+        #: set when a sample or a change came in: the drawing thread redraws once for all
+        self._redraw = threading.Event()
         small = w.Layout(width="220px")
         self.preset = w.Dropdown(options=list(PRESETS), value=preset, description="preset",
                                  layout=small)
@@ -231,15 +235,29 @@ class LivePanel(w.VBox):
         self._worker = threading.Thread(target=self._run, args=(demo, chosen), daemon=True)
         self._worker.start()
 
+    def _draw_while(self, running: threading.Event) -> None:
+        """Redraw when asked, until ``running`` is cleared: drawing the figure (seconds under
+        software emulation) never holds up the demonstration's sampling and changes."""
+        while running.is_set():
+            if self._redraw.wait(REDRAW_WAIT_S):
+                self._redraw.clear()
+                self.refresh()
+
     def _run(self, demo: "LiveDemo", chosen: Any) -> None:
+        running = threading.Event()
+        running.set()
+        drawer = threading.Thread(target=self._draw_while, args=(running,), daemon=True)
+        drawer.start()
         try:
-            demo.run(chosen.duration_s, chosen.changes, on_sample=lambda _v: self.refresh(),
-                     stop=self._stop, on_change=lambda _v: self.refresh())
+            demo.run(chosen.duration_s, chosen.changes, on_sample=lambda _v: self._redraw.set(),
+                     stop=self._stop, on_change=lambda _v: self._redraw.set())
         except LabtoolsError as err:  # one line in the panel: a thread's error is lost otherwise
             self.status.value = f'<span style="{ERROR_STYLE}">{html.escape(str(err))}</span>'
         except Exception:  # noqa: BLE001 - a bug keeps its traceback, in the panel
             self.status.value = f"<pre>{html.escape(traceback.format_exc())}</pre>"
         finally:
+            running.clear()
+            drawer.join()
             self.start_button.disabled, self.stop_button.disabled = False, True
             self.refresh()
 
