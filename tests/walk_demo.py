@@ -132,6 +132,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "walk-demo")
     parser.add_argument("--watch-s", type=float, default=60.0)
     args = parser.parse_args()
+    args.out = args.out.resolve()
     args.out.mkdir(parents=True, exist_ok=True)
     name = "live-demo.ipynb"
     (args.out / name).write_text(json.dumps(notebook(args.preset), indent=1))
