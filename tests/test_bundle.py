@@ -313,3 +313,16 @@ def test_lab_7s_options_and_lab_1s_rules_run_without_source_or_docstrings(editio
                    "inspect.getsource(options.parse_amount)\n")
     assert done.stdout.split() == ["10000000", "None", "None", "None", "True"], done.stderr
     assert done.returncode == 1 and "could not get source code" in done.stderr
+
+
+def test_an_installed_edition_carries_its_bytecode_only_modules():
+    """pip installs a package's .py files and only the package data named: every folder of
+    a bytecode-only module is named (the student image lost lab 1's judge/capacity.pyc)."""
+    import re
+
+    from labtools.instructor.student_edition import BYTECODE_ONLY, EDITION_PACKAGE_DATA
+
+    globs = re.findall(r'"([^"]+)"', EDITION_PACKAGE_DATA)
+    for omission in BYTECODE_ONLY:
+        folder = str(Path(omission.path).parent.relative_to("labtools"))
+        assert f"{folder}/*.pyc" in globs, (omission.path, globs)

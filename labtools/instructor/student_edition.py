@@ -211,7 +211,7 @@ def stubbed_source(text: str, stub: Stub) -> str:
 #: the package data of the kit's pyproject.toml, and the edition's (its marker, bytecode)
 PACKAGE_DATA = 'labtools = ["py.typed", "teach/conformance/exchanges.json*"]'
 EDITION_PACKAGE_DATA = ('labtools = ["py.typed", "EDITION", "tools/simpleperf/*.pyc", '
-                        '"teach/conformance/exchanges.json*"]')
+                        '"judge/*.pyc", "teach/conformance/exchanges.json*"]')
 #: the kit's setuptools table, and the edition's: the package at the top of the folder,
 #: said so, makes ``pip install -e`` (``scripts/setup.sh``) put the folder on the path
 #: quietly (otherwise setuptools installs an import finder and prints a warning block)
