@@ -4,34 +4,18 @@ exchanges recorded from real runs of the kit's simpleperf, replayed over real so
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import pytest
+from solution_program import write_program
 
 from labtools.teach import conformance
 from labtools.tools.simpleperf import protocol
 
 ROOT = Path(__file__).resolve().parent.parent
-SOLUTION = ROOT / "solutions" / "07-write-simpleperf.ipynb"
 
 
-def _program(folder: Path, edits: dict = None) -> Path:
-    """The solution's mysimpleperf/ written into ``folder``, with ``edits`` (file ->
-    {old: new}) applied."""
-    program = folder / "mysimpleperf"
-    program.mkdir()
-    for cell in json.loads(SOLUTION.read_text())["cells"]:
-        source = "".join(cell["source"])
-        if source.startswith("%%writefile mysimpleperf/"):
-            name = source.splitlines()[0].rsplit("/", 1)[-1]
-            text = source.split("\n", 1)[1]
-            for old, new in (edits or {}).get(name, {}).items():
-                assert old in text, (name, old)
-                text = text.replace(old, new)
-            (program / name).write_text(text)
-    return program
 
 
 def test_the_recordings_cover_every_option_the_assignment_names():
@@ -60,7 +44,7 @@ def test_each_recorded_hello_says_what_its_options_asked_for():
 
 
 def test_the_solution_conforms_on_both_sides(tmp_path):
-    program = _program(tmp_path)
+    program = write_program(tmp_path)
     assert conformance.client_conformance(program) == []
     assert conformance.server_conformance(program) == []
 
@@ -70,7 +54,7 @@ BINARY = {"report.py": {'return f"{nbytes / UNITS[unit]:.2f} {unit}"':
 
 
 def test_units_of_1024_are_named_on_both_sides(tmp_path):
-    program = _program(tmp_path, BINARY)
+    program = write_program(tmp_path, BINARY)
     client = conformance.client_conformance(program)
     assert client[0].startswith("with -f MB your client printed 1048576-byte units; MB is "
                                 "1000000 bytes: ")
@@ -81,7 +65,7 @@ def test_units_of_1024_are_named_on_both_sides(tmp_path):
 
 
 def test_a_client_without_its_end_record_is_told(tmp_path):
-    program = _program(tmp_path, {"client.py": {'    sock.sendall(protocol.end(conn["sent"]))\n':
+    program = write_program(tmp_path, {"client.py": {'    sock.sendall(protocol.end(conn["sent"]))\n':
                                                 ""}})
     found = conformance.client_conformance(program)
     assert found[0] == ("with -n 2MB -f B: the data on " + found[0].split(" on ")[1].split()[0]
@@ -91,7 +75,7 @@ def test_a_client_without_its_end_record_is_told(tmp_path):
 
 
 def test_a_client_that_does_not_ask_for_its_interval_is_told(tmp_path):
-    program = _program(tmp_path, {"client.py": {
+    program = write_program(tmp_path, {"client.py": {
         "protocol.hello(number, parallel, interval_s, session)":
             "protocol.hello(number, parallel, 0, session)"}})
     found = conformance.client_conformance(program)
@@ -100,7 +84,7 @@ def test_a_client_that_does_not_ask_for_its_interval_is_told(tmp_path):
 
 
 def test_a_server_that_counts_the_end_record_is_told(tmp_path):
-    program = _program(tmp_path, {"server.py": {
+    program = write_program(tmp_path, {"server.py": {
         "data_bytes = received - protocol.END.size if complete else received":
             "data_bytes = received"}})
     found = conformance.server_conformance(program)
@@ -111,7 +95,7 @@ def test_a_server_that_counts_the_end_record_is_told(tmp_path):
 
 @pytest.mark.parametrize("side", ["client", "server"])
 def test_a_program_that_is_not_written_yet_fails_in_one_line(tmp_path, side):
-    program = _program(tmp_path, {"server.py": {"    listener = socket.create_server":
+    program = write_program(tmp_path, {"server.py": {"    listener = socket.create_server":
                                                 "    raise NotImplementedError()\n"
                                                 "    listener = socket.create_server"},
                                   "client.py": {"    say(\"-\" * 60, f\"A simpleperf":

@@ -7,15 +7,14 @@ kit (an import of labtools, ``python -m labtools.tools.simpleperf`` as a child, 
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, Optional
 
 import pytest
+from solution_program import write_program
 
 from labtools.lab import kit_free_python
 from labtools.lab.own_simpleperf import client_args, program_argv
@@ -25,7 +24,6 @@ from labtools.teach.simpleperf_runs import kit_server, load_module, student_clie
 from labtools.tools import args as toolargs
 
 ROOT = Path(__file__).resolve().parent.parent
-SOLUTION = ROOT / "solutions" / "07-write-simpleperf.ipynb"
 END = "lab 7 grades your own code; write it with the standard library only"
 IMPORTS = "imports the kit (labtools): " + END
 RUNS = "runs the kit's simpleperf: " + END
@@ -48,24 +46,6 @@ sys.exit(kit.returncode)
 '''
 
 
-def _program(folder: Path, edits: Optional[Dict[str, Dict[str, str]]] = None,
-             files: Optional[Dict[str, str]] = None) -> Path:
-    """The solution's mysimpleperf/ in ``folder``, ``edits`` (file -> {old: new}) applied
-    and ``files`` (file -> text) written over it."""
-    program = folder / "mysimpleperf"
-    program.mkdir()
-    for cell in json.loads(SOLUTION.read_text())["cells"]:
-        source = "".join(cell["source"])
-        if source.startswith("%%writefile mysimpleperf/"):
-            name = source.splitlines()[0].rsplit("/", 1)[-1]
-            text = source.split("\n", 1)[1]
-            for old, new in (edits or {}).get(name, {}).items():
-                assert old in text, (name, old)
-                text = text.replace(old, new)
-            (program / name).write_text(text)
-    for name, text in (files or {}).items():
-        (program / name).write_text(text)
-    return program
 
 
 def test_the_programs_python_cannot_import_the_kit_even_started_again_plainly():
@@ -139,7 +119,7 @@ def test_a_client_on_a_labs_host_runs_in_the_clean_environment(tmp_path):
 
 
 def test_the_solution_passes_as_its_own_code(tmp_path):
-    program = _program(tmp_path)
+    program = write_program(tmp_path)
     with kit_server() as server:
         run = student_client(program, server.port, "-n", "1MB", "-f", "B")
     assert client_problems(run, 1, amount_bytes=1_000_000, unit="B") == []
@@ -152,7 +132,7 @@ def test_the_solution_passes_as_its_own_code(tmp_path):
 
 
 def test_a_client_that_imports_the_kit_fails_in_one_line(tmp_path):
-    program = _program(tmp_path, {"client.py": {"import socket\n": "import socket\n"
+    program = write_program(tmp_path, {"client.py": {"import socket\n": "import socket\n"
                                                 "import labtools.tools.simpleperf\n"}})
     with kit_server() as server:
         with pytest.raises(AssertionError) as failed:
@@ -164,7 +144,7 @@ def test_a_client_that_imports_the_kit_fails_in_one_line(tmp_path):
 
 
 def test_a_client_that_runs_the_kits_simpleperf_as_a_child_fails_in_one_line(tmp_path):
-    program = _program(tmp_path, files={"__main__.py": BY_THE_KIT})
+    program = write_program(tmp_path, files={"__main__.py": BY_THE_KIT})
     with kit_server() as server:
         with pytest.raises(AssertionError) as failed:
             student_client(program, server.port, "-n", "1MB", "-f", "B")
@@ -180,7 +160,7 @@ def test_a_client_that_runs_the_kits_simpleperf_as_a_child_fails_in_one_line(tmp
 def test_a_client_that_runs_the_kits_command_fails_in_one_line(tmp_path):
     command = BY_THE_KIT.replace('[sys.executable, "-m", "labtools.tools.simpleperf", ',
                                  '["simpleperf", ')
-    program = _program(tmp_path, files={"__main__.py": command})
+    program = write_program(tmp_path, files={"__main__.py": command})
     with kit_server() as server:
         with pytest.raises(AssertionError) as failed:
             student_client(program, server.port, "-n", "1MB", "-f", "B")
@@ -188,7 +168,7 @@ def test_a_client_that_runs_the_kits_command_fails_in_one_line(tmp_path):
 
 
 def test_a_server_that_imports_the_kit_fails_in_one_line(tmp_path):
-    program = _program(tmp_path, {"server.py": {"import socket\n": "import socket\n"
+    program = write_program(tmp_path, {"server.py": {"import socket\n": "import socket\n"
                                                 "from labtools.tools.simpleperf import "
                                                 "server as kit\n"}})
     with pytest.raises(AssertionError) as failed:
@@ -201,7 +181,7 @@ def test_a_server_that_imports_the_kit_fails_in_one_line(tmp_path):
 
 
 def test_a_report_that_hands_parse_amount_to_the_kit_fails_in_one_line(tmp_path):
-    program = _program(tmp_path, files={"report.py": (
+    program = write_program(tmp_path, files={"report.py": (
         "from labtools.tools.simpleperf.options import parse_amount\n")})
     with pytest.raises(AssertionError) as failed:
         load_module(program / "report.py")
