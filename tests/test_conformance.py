@@ -5,17 +5,12 @@ exchanges recorded from real runs of the kit's simpleperf, replayed over real so
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from solution_program import write_program
 
 from labtools.teach import conformance
 from labtools.tools.simpleperf import protocol
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
 
 
 def test_the_recordings_cover_every_option_the_assignment_names():
