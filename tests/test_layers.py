@@ -222,3 +222,51 @@ def test_the_check_itself_sees_a_violation(tmp_path):
     found = imports(bad, "labtools.model.bad")
     assert "labtools.lab.session" in found and "mininet.net" in found
     assert layer_of("labtools.lab.session") not in ALLOWED["model"]
+
+
+#: the sizes docs/developers.md asks for ("modules of about 400 lines at most, functions
+#: of about 50"), as the package keeps them: lines of a module, lines of a function from
+#: its ``def`` to its last line (a function inside another counts on its own too)
+MODULE_LINES_MAX = 410
+FUNCTION_LINES_MAX = 50
+
+
+def too_long(path: Path) -> List[str]:
+    """The module ``path`` and its functions where they are longer than the limits."""
+    text = path.read_text(encoding="utf-8")
+    found = []
+    if len(text.splitlines()) > MODULE_LINES_MAX:
+        found.append(f"the module: {len(text.splitlines())} lines")
+    for node in ast.walk(ast.parse(text, str(path))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            lines = (node.end_lineno or node.lineno) - node.lineno + 1
+            if lines > FUNCTION_LINES_MAX:
+                found.append(f"{node.name} (line {node.lineno}): {lines} lines")
+    return found
+
+
+@pytest.mark.parametrize("module, path", ALL, ids=[m for m, _ in ALL])
+def test_modules_and_functions_stay_short(module, path):
+    assert not too_long(path), (
+        f"{module} is too long: {'; '.join(too_long(path))} (at most {MODULE_LINES_MAX} "
+        f"lines a module, {FUNCTION_LINES_MAX} a function: split it where it falls apart)")
+
+
+def test_the_size_check_sees_a_long_function_and_a_long_module(tmp_path):
+    """A function of 51 lines (one inside another too) and a module of 411 are caught;
+    50 and 410 are not."""
+    probe = tmp_path / "probe.py"
+
+    def lines(n: int, indent: str) -> str:
+        return "".join(f"{indent}x{i} = {i}\n" for i in range(n))
+
+    probe.write_text("def fits():\n" + lines(FUNCTION_LINES_MAX - 1, "    "))
+    assert too_long(probe) == []
+    probe.write_text("def outer():\n    async def inner():\n"
+                     + lines(FUNCTION_LINES_MAX, "        ") + "    return inner\n")
+    assert too_long(probe) == [f"outer (line 1): {FUNCTION_LINES_MAX + 3} lines",
+                               f"inner (line 2): {FUNCTION_LINES_MAX + 1} lines"]
+    probe.write_text("x = 1\n" * MODULE_LINES_MAX)
+    assert too_long(probe) == []
+    probe.write_text("x = 1\n" * (MODULE_LINES_MAX + 1))
+    assert too_long(probe) == [f"the module: {MODULE_LINES_MAX + 1} lines"]

@@ -7,6 +7,7 @@ disabled. It may import every other layer of the package.
 
 - the answer keys of the written questions, per student's network:
   :mod:`~labtools.instructor.answer_keys` (the registry),
+  :mod:`~labtools.instructor.answer_key_form` (a key's form and its rubric's conclusions),
   :mod:`~labtools.instructor.answer_key_questions` (labs 00-03),
   :mod:`~labtools.instructor.answer_key_sharing` (labs 04-06),
   :mod:`~labtools.instructor.measured_keys` (on the network a student measured) and

@@ -6,8 +6,9 @@ the id the notebooks show (``02-Q3``) is :data:`labtools.instructor.answer_keys.
 Each key holds the values the question gives (``given``: rates, delays, queue limits of the
 student's links, from :data:`labtools.judge.question_givens.QUESTION_GIVENS`), the numbers
 a full answer computes from them (``values``), the answer in words with those numbers, and
-every yes/no conclusion of the rubric with its condition, as it holds for this network.
-Units are in the names; pure Python.
+every yes/no conclusion of the rubric with its condition, as it holds for this network
+(the key's form: :mod:`labtools.instructor.answer_key_form`). Units are in the names; pure
+Python.
 
 The keys are the instructor's: where expected values are hidden (a student's lab, a
 course: :attr:`labtools.settings.Settings.answers_hidden`) no :class:`QuestionKey` is made;
@@ -18,12 +19,21 @@ does.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Tuple
+from typing import Tuple
 
-from labtools import settings
-from labtools.errors import InputError
 from labtools.frame_sizes import IPERF_UDP_FRAME_BYTES, IPERF_UDP_PAYLOAD_BYTES
+from labtools.instructor.answer_key_form import (
+    ANSWER_KEY_REFUSAL,
+    Conclusion,
+    QuestionKey,
+    _bytes,
+    _mb,
+    _ms,
+    _rate,
+    _words,
+    apart,
+    compared,
+)
 from labtools.judge import policy
 from labtools.judge.capacity import is_saturated
 from labtools.judge.question_givens import LAB1_RATE_MBPS, givens
@@ -35,10 +45,6 @@ from labtools.model.topology import Link, Topology
 __all__ = ["ANSWER_KEY_REFUSAL", "Conclusion", "QuestionKey", "LAB1_RATE_MBPS",
            "LAB1_SEARCH_MBPS", "LAB1_RESOLUTION_MBPS"]
 
-#: why no answer key is made where expected values are hidden
-ANSWER_KEY_REFUSAL = ("the answer keys are for instructors: not available in a student's "
-                      "lab or on a course (the expected values are what the labs ask you "
-                      "to compute)")
 #: lab 1's capacity search's range (the notebook's ``START_MBPS`` and ``MAX_MBPS``; its
 #: offered rate ``RATE_MBPS`` is a given: :data:`LAB1_RATE_MBPS`)
 LAB1_SEARCH_MBPS = (1, 200)
@@ -46,156 +52,9 @@ LAB1_SEARCH_MBPS = (1, 200)
 LAB1_RESOLUTION_MBPS = 2
 
 
-@dataclass(frozen=True)
-class Conclusion:
-    """A yes/no statement of a rubric: ``holds`` for this network, by ``condition``.
-
-    Attributes:
-        margin_rel: how far this network sits from the condition's boundary, a signed
-            fraction (``value / threshold - 1``); None where the conclusion follows from
-            the network's shape, not from a comparison of numbers.
-        resolution_rel: what a run of the lab resolves on that comparison, a fraction
-            (:mod:`labtools.judge.policy`, "Graded conclusions").
-    """
-
-    name: str
-    holds: bool
-    condition: str
-    margin_rel: Optional[float] = None
-    resolution_rel: Optional[float] = None
-
-    @property
-    def borderline(self) -> bool:
-        """True when the network is closer to the boundary than a run resolves: the
-        student's measurement cannot decide the conclusion."""
-        return (self.margin_rel is not None and self.resolution_rel is not None
-                and abs(self.margin_rel) < self.resolution_rel)
-
-    def as_dict(self) -> Dict[str, Any]:
-        """JSON form; ``margin`` and ``resolution`` (fractions) where they apply."""
-        out: Dict[str, Any] = {"name": self.name, "holds": self.holds,
-                               "condition": self.condition, "borderline": self.borderline}
-        if self.margin_rel is not None:
-            out["margin"] = _rounded(self.margin_rel)
-            out["resolution"] = _rounded(self.resolution_rel)
-        return out
-
-
-def compared(name: str, condition: str, value: float, threshold: float,
-             resolution_rel: float, above: bool = False) -> Conclusion:
-    """The conclusion "``value`` is below ``threshold``" (``above``: above it), with its
-    margin (``value / threshold - 1``) and the resolution a run has on it."""
-    holds = value > threshold if above else value < threshold
-    return Conclusion(name, holds, condition, value / threshold - 1, resolution_rel)
-
-
-#: what the key says of a question with a borderline conclusion
-BORDERLINE_NOTE = ("Borderline on this network: {which} {margin:.1f} % from its boundary, "
-                   "within the {resolution:.1f} % a run of this lab resolves there; either "
-                   "answer with the student's arithmetic shown earns the point.")
-
-
-@dataclass(frozen=True)
-class QuestionKey:
-    """One written question answered for one network.
-
-    Attributes:
-        question_id: as the notebook shows it, ``02-Q3`` (lab 02, **Q3.**).
-        given: the values the question gives (the student's links), units in the names.
-        values: what a full answer computes from them, units in the names.
-        answer: the full answer in words, with this network's numbers.
-        conclusions: the rubric's yes/no statements as they hold here.
-        yes: for a yes/no question, its answer (None for other questions).
-
-    Raises:
-        InputError: :data:`ANSWER_KEY_REFUSAL` where expected values are hidden (a
-            student's lab, a course).
-    """
-
-    question_id: str
-    given: Dict[str, Any]
-    values: Dict[str, float] = field(default_factory=dict)
-    answer: str = ""
-    conclusions: Tuple[Conclusion, ...] = ()
-    yes: Optional[bool] = None
-
-    def __post_init__(self) -> None:
-        if settings.current().answers_hidden:
-            raise InputError(ANSWER_KEY_REFUSAL)
-
-    @property
-    def borderline(self) -> bool:
-        """True when any of the rubric's conclusions is borderline on this network."""
-        return any(c.borderline for c in self.conclusions)
-
-    @property
-    def borderline_notes(self) -> Tuple[str, ...]:
-        """:data:`BORDERLINE_NOTE` for each borderline conclusion, in words."""
-        return tuple(BORDERLINE_NOTE.format(which=f"“{c.name}” is",
-                                            margin=100 * abs(c.margin_rel or 0),
-                                            resolution=100 * (c.resolution_rel or 0))
-                     for c in self.conclusions if c.borderline)
-
-    @property
-    def full_answer(self) -> str:
-        """The answer, followed by its :attr:`borderline_notes`."""
-        return " ".join([self.answer, *self.borderline_notes])
-
-    def as_dict(self) -> Dict[str, Any]:
-        """JSON form: numbers rounded to 4 decimals; ``yes`` only for a yes/no question;
-        ``borderline`` where the student's run cannot decide a conclusion."""
-        out: Dict[str, Any] = {
-            "question": self.question_id,
-            "given": {k: _rounded(v) for k, v in self.given.items()},
-            "values": {k: _rounded(v) for k, v in self.values.items()},
-            "answer": self.full_answer,
-            "borderline": self.borderline,
-            "conclusions": [c.as_dict() for c in self.conclusions],
-        }
-        if self.yes is not None:
-            out["yes"] = self.yes
-        return out
-
-
-def _rounded(value: Any) -> Any:
-    return round(value, 4) if isinstance(value, float) else value
-
-
-def _mb(value: float) -> str:
-    return f"{value:.1f} Mbit/s"
-
-
-def _ms(value: float) -> str:
-    return f"{value:.1f} ms"
-
-
-def apart(first: float, second: float, least: int = 0) -> Tuple[str, str]:
-    """``first`` and ``second`` rounded to as few decimals (``least`` to 3) as keep them
-    apart, so two numbers a conclusion compares never print equal when they are not."""
-    shown = (f"{first:.{least}f}", f"{second:.{least}f}")
-    for digits in range(least, 4):
-        shown = (f"{first:.{digits}f}", f"{second:.{digits}f}")
-        if shown[0] != shown[1]:
-            break
-    return shown
-
-
-def _bytes(value: float) -> str:
-    return f"{round(value):,}".replace(",", " ") + " bytes"
-
-
-def _rate(link: Link) -> float:
-    return float(link.bw_mbps or 0.0)
-
-
 def _frames(rate_mbps: float, ms: float) -> float:
     """Full 1514-byte frames a ``rate_mbps`` link sends in ``ms``."""
     return expect.bdp_bytes(rate_mbps, ms) / TCP_FRAME_BYTES
-
-
-def _words(question_id: str, topo: Topology, text: str) -> QuestionKey:
-    """A question whose answer takes no number of the network."""
-    return QuestionKey(question_id, givens(question_id, topo), answer=text)
 
 
 # --- lab 00 ----------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The written questions of labs 04-06, answered for one student's network: flows that
 share links, parallel connections, the pitfalls lab's dumbbell (and, for its Q6, lab 1's
-network). See :mod:`labtools.instructor.answer_key_questions` for the keys' form.
+network). See :mod:`labtools.instructor.answer_key_form` for the keys' form.
 """
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ from __future__ import annotations
 from typing import Dict, Optional, Tuple
 
 from labtools.frame_sizes import IPERF_UDP_FRAME_BYTES, IPERF_UDP_PAYLOAD_BYTES
-from labtools.instructor.answer_key_questions import (
-    LAB1_RATE_MBPS,
+from labtools.instructor.answer_key_form import (
     Conclusion,
     QuestionKey,
     _bytes,
@@ -21,7 +20,7 @@ from labtools.instructor.answer_key_questions import (
     compared,
 )
 from labtools.judge import policy
-from labtools.judge.question_givens import givens
+from labtools.judge.question_givens import LAB1_RATE_MBPS, givens
 from labtools.model import expect
 from labtools.model.expect import TCP_FRAME_BYTES, TCP_MSS_BYTES, path
 from labtools.model.queues import loaded_rtt

@@ -13,7 +13,7 @@ print them per student; a notebook prints only a question's given values
 
 The keys are the instructor's: where expected values are hidden (a student's lab, a
 course) :func:`keys_for` and every key function refuse with
-:data:`~labtools.instructor.answer_key_questions.ANSWER_KEY_REFUSAL`, as
+:data:`~labtools.instructor.answer_key_form.ANSWER_KEY_REFUSAL`, as
 :func:`labtools.judge.exercises.solve` does, and the student edition does not carry these
 modules (:mod:`labtools.instructor.student_edition`).
 """
@@ -26,7 +26,7 @@ from labtools import settings
 from labtools.errors import InputError
 from labtools.instructor import answer_key_questions as q
 from labtools.instructor import answer_key_sharing as s
-from labtools.instructor.answer_key_questions import ANSWER_KEY_REFUSAL, Conclusion, QuestionKey
+from labtools.instructor.answer_key_form import ANSWER_KEY_REFUSAL, Conclusion, QuestionKey
 from labtools.judge.question_givens import (
     LAB_TOPOLOGIES,
     OTHER_TOPOLOGY,

@@ -244,14 +244,7 @@ def grade_class(course: Path, assignment: str, students: Sequence[str], jobs: in
                 workers.append(_Worker(python, course, assignment, options, student,
                                        logs / f"{student}.log"))
             for worker in [w for w in workers if w.student]:
-                result = worker.result()
-                if result is None and time.monotonic() - worker.started > SUBMISSION_TIMEOUT_S:
-                    student = worker.student or ""
-                    worker.stop(kill=True)
-                    result = SubmissionGrading(student, TIMED_OUT,
-                                               time.monotonic() - worker.started, None,
-                                               f"over {SUBMISSION_TIMEOUT_S:g} s", worker.log)
-                    worker.student = None
+                result = _result_or_time_out(worker)
                 if result is not None:
                     results[result.student] = result
                     if progress is not None:
@@ -259,13 +252,33 @@ def grade_class(course: Path, assignment: str, students: Sequence[str], jobs: in
                                  sum(1 for w in workers if w.student))
             time.sleep(POLL_S)
     except KeyboardInterrupt:
-        for worker in workers:
-            if worker.student:
-                results[worker.student] = SubmissionGrading(
-                    worker.student, STOPPED, time.monotonic() - worker.started, None,
-                    "interrupted", worker.log)
-            worker.stop(kill=True)
+        _stop_interrupted(workers, results)
         raise
     for worker in workers:  # none has a submission left: each ends once its input closes
         worker.stop(kill=False)
     return [results[s] for s in students if s in results]
+
+
+def _result_or_time_out(worker: _Worker) -> Optional[SubmissionGrading]:
+    """The result of ``worker``'s submission; past :data:`SUBMISSION_TIMEOUT_S` the worker
+    is killed and the submission ``timed out`` (the worker then holds none); None while it
+    is still being graded."""
+    result = worker.result()
+    if result is None and time.monotonic() - worker.started > SUBMISSION_TIMEOUT_S:
+        student = worker.student or ""
+        worker.stop(kill=True)
+        result = SubmissionGrading(student, TIMED_OUT, time.monotonic() - worker.started, None,
+                                   f"over {SUBMISSION_TIMEOUT_S:g} s", worker.log)
+        worker.student = None
+    return result
+
+
+def _stop_interrupted(workers: List[_Worker], results: Dict[str, SubmissionGrading]) -> None:
+    """On Ctrl-C: each submission still being graded is ``stopped`` in ``results``, and
+    every worker is killed."""
+    for worker in workers:
+        if worker.student:
+            results[worker.student] = SubmissionGrading(
+                worker.student, STOPPED, time.monotonic() - worker.started, None,
+                "interrupted", worker.log)
+        worker.stop(kill=True)

@@ -186,21 +186,42 @@ def judge_flows(topo: Topology, flows: Sequence[Flow], outputs: Sequence[Parsed]
         total_row = rate_verdicts.total_verdict(total, capacity, load, machine)
         total_ok = total_row.verdict != policy.INCONCLUSIVE
         rows.append(total_row)
-    jains = []
-    for label, pairs in _bottleneck_groups(topo, flows, shares, outputs, rates,
-                                           context.warmup_s).items():
-        jain = jain_index([x for x, _w in pairs]) if any(x for x, _w in pairs) else None
-        rows.append(rate_verdicts.jain_verdict(jain, total_ok, label))
-        jains.append(jain)
-    jain = min((j for j in jains if j is not None), default=None)
+    jain_rows, jain = _fairness_verdicts(topo, flows, shares, outputs, rates,
+                                         context.warmup_s, total_ok)
+    rows += jain_rows
     spread_row = _spread_verdict(start_spread_ms, measured, context.warmup_s)
     if spread_row is not None:
         rows.append(spread_row)
-    table = Rows.of(SHARES_COLUMNS, SHARES_DTYPES, [{
+    table = _shares_table(flows, shares, goodput, rates, summaries)
+    summary = SharesSummary(total, capacity, jain, start_spread_ms)
+    return FlowsMeasurement(list(flows), measured, shares, summary, rows, rows=table,
+                            context=context)
+
+
+def _fairness_verdicts(topo: Topology, flows: Sequence[Flow], shares: Sequence[FlowShare],
+                       outputs: Sequence[Parsed], rates: Sequence[Optional[float]],
+                       warmup_s: float, total_ok: bool
+                       ) -> Tuple[List[Verdict], Optional[float]]:
+    """Jain's index of the connections on each link two or more of them share (a verdict
+    per link), and the lowest of those indexes (None: no two share a link, or none
+    carried anything)."""
+    rows: List[Verdict] = []
+    jains: List[Optional[float]] = []
+    for label, pairs in _bottleneck_groups(topo, flows, shares, outputs, rates,
+                                           warmup_s).items():
+        jain = jain_index([x for x, _w in pairs]) if any(x for x, _w in pairs) else None
+        rows.append(rate_verdicts.jain_verdict(jain, total_ok, label))
+        jains.append(jain)
+    return rows, min((j for j in jains if j is not None), default=None)
+
+
+def _shares_table(flows: Sequence[Flow], shares: Sequence[FlowShare],
+                  goodput: Sequence[Optional[float]], rates: Sequence[Optional[float]],
+                  summaries: Sequence[RateSummary]) -> Rows:
+    """The table of :attr:`FlowsMeasurement.rows`: per flow, its share, the goodput
+    expected of it and what it measured (Mbit/s)."""
+    return Rows.of(SHARES_COLUMNS, SHARES_DTYPES, [{
         "flow": f"{f.src}-{f.dst}", "connections": f.connections,
         "expected_share_mbps": s.share_mbps, "expected_goodput_mbps": g, "measured_mbps": r,
         "sender_mbps": mine.sender_mbps, "limited_by": s.limited_by}
         for f, s, g, r, mine in zip(flows, shares, goodput, rates, summaries)])
-    summary = SharesSummary(total, capacity, jain, start_spread_ms)
-    return FlowsMeasurement(list(flows), measured, shares, summary, rows, rows=table,
-                            context=context)

@@ -168,6 +168,15 @@ def rtt_bound_verdict(largest_ms: Optional[float], max_ms: Optional[float],
     if short_load is not None:
         return _load_fell_short(metric, max_ms, largest_ms, short_load, f"the largest sample "
                                 f"was {largest_ms:.1f} ms against {max_ms:.1f} ms with {full}")
+    return _against_worst_rtt(metric, largest_ms, max_ms, machine_ms, full, late_allowance_ms)
+
+
+def _against_worst_rtt(metric: str, largest_ms: float, max_ms: float,
+                       machine_ms: Optional[float], full: str,
+                       late_allowance_ms: float) -> Verdict:
+    """:func:`rtt_bound_verdict` once there is a bound and a sample to hold against it:
+    ``ok`` within the tolerance and what the machine adds, ``inconclusive`` within the
+    late timers' allowance on top, ``suspicious`` above (all in ms)."""
     added = machine_ms or 0.0
     tolerance = policy.rtt_tolerance_ms(max_ms)
     limit = max_ms + added + tolerance

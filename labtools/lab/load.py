@@ -14,7 +14,8 @@ import subprocess
 import sys
 import time
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Union
 
 from labtools.errors import InputError, LabtoolsError
@@ -43,6 +44,25 @@ LOAD_PORT = 5290
 HOG = [sys.executable, "-c", "while True:\n    pass"]
 
 
+@dataclass(frozen=True)
+class _PingUnderLoad:
+    """The commands of one run of :func:`ping_under_load`: the ping ``src`` -> ``dst`` of
+    ``ping_s`` seconds, the ping that resolves the pair's addresses first, and the load
+    ``load_src`` -> ``load_dst`` of ``load_s`` seconds (the ping's, with
+    :data:`LOAD_LEAD_S` before and after)."""
+
+    src: str
+    dst: str
+    load_src: str
+    load_dst: str
+    ping_s: float
+    load_s: float
+    ping_argv: List[str]
+    prime_argv: List[str]
+    load_options: toolargs.Iperf3Options
+    load_argv: List[str]
+
+
 def ping_under_load(lab: "LabSession", src: str, dst: str, load_src: str, load_dst: str,
                     count: Optional[int] = None, interval_s: Optional[float] = None,
                     repeat: int = 1) -> Union[Measurement, RepeatedMeasurement]:
@@ -64,49 +84,56 @@ def ping_under_load(lab: "LabSession", src: str, dst: str, load_src: str, load_d
     load_options = toolargs.Iperf3Options(lab.ip_towards(load_src, load_dst),
                                           duration_s=max(1.0, round(seconds, 1)),
                                           port=LOAD_PORT)
-    load_argv = load_options.argv()
-    ping_argv = toolargs.ping_args(lab.ip_towards(src, dst), count, interval_s)
-    prime_argv = toolargs.ping_args(lab.ip_towards(src, dst), 1, 0.2, deadline_s=5)
-    load = f"iperf3 {load_src} -> {load_dst}"
+    plan = _PingUnderLoad(
+        src, dst, load_src, load_dst, count * interval_s, seconds,
+        toolargs.ping_args(lab.ip_towards(src, dst), count, interval_s),
+        toolargs.ping_args(lab.ip_towards(src, dst), 1, 0.2, deadline_s=5), load_options,
+        load_options.argv())
+    return repeated(lab, call, repeat, partial(_measure_under_load, lab, plan))
 
-    def measure(call: ProbeCall) -> Measurement:
-        lab.run(src, prime_argv, 5 + TIMEOUT_MARGIN_S)  # resolve the addresses, idle
-        with lab.server(load_dst, load_options.server_argv(), LOAD_PORT):
-            started = utc_now()
-            proc = lab.start_process(load_src, load_argv)
-            ping_out: Union[ToolOutput, str] = ""  # what ping left, once it ended
-            load_out: Optional[ToolOutput] = None
-            load_call = ProbeCall("load", {"src": load_src, "dst": load_dst})
-            try:
-                time.sleep(LOAD_LEAD_S)  # the queue fills
-                with LatenessWatch(lab) as timers:
-                    ended = lab.run(src, ping_argv, count * interval_s + TIMEOUT_MARGIN_S)
-                ping_out = ended
-                pinged = parse_output("ping", src, ended)
-                load_out = wait_output(proc, load_argv, load_src, seconds + TIMEOUT_MARGIN_S)
-                warmup = policy.warmup_s(load_options.duration_s)
-                loaded = judge_parsed(parse_output("iperf3", load_src, load_out), lab.topo,
-                                      load_src, load_dst, lab.context(warmup_s=warmup),
-                                      load_argv, started_at=started, call=load_call,
-                                      exit_status=load_out.exit_status)
-            except LabtoolsError as err:  # no ping "under load" without its load: both kept
-                lab.save_failure("ping", src, dst, ping_argv, ping_out, err, started, call)
-                if load_out is not None:
-                    lab.save_failure("iperf3", load_src, load_dst, load_argv, load_out, err,
-                                     started, load_call)
-                raise
-            finally:
-                terminate(proc)
-        context = replace(lab.context(), load=(load_src, load_dst),
-                          load_received_mbps=require_kind(loaded.summary, RateSummary).steady_mbps,
-                          machine_late_ms=timers.late_ms)
-        m = judge_parsed(pinged, lab.topo, src, dst, context, ping_argv, started_at=started,
-                         call=call, extra={"load": load}, exit_status=ended.exit_status)
-        lab.save(m)
-        lab.save(loaded)
-        return m
 
-    return repeated(lab, call, repeat, measure)
+def _measure_under_load(lab: "LabSession", plan: _PingUnderLoad, call: ProbeCall
+                        ) -> Measurement:
+    """One run of :func:`ping_under_load` as the step ``call``: both measurements saved,
+    the ping's returned (on a failure, both kept as failures and the error raised)."""
+    src, dst, load_src, load_dst = plan.src, plan.dst, plan.load_src, plan.load_dst
+    load_argv, ping_argv = plan.load_argv, plan.ping_argv
+    lab.run(src, plan.prime_argv, 5 + TIMEOUT_MARGIN_S)  # resolve the addresses, idle
+    with lab.server(load_dst, plan.load_options.server_argv(), LOAD_PORT):
+        started = utc_now()
+        proc = lab.start_process(load_src, load_argv)
+        ping_out: Union[ToolOutput, str] = ""  # what ping left, once it ended
+        load_out: Optional[ToolOutput] = None
+        load_call = ProbeCall("load", {"src": load_src, "dst": load_dst})
+        try:
+            time.sleep(LOAD_LEAD_S)  # the queue fills
+            with LatenessWatch(lab) as timers:
+                ended = lab.run(src, ping_argv, plan.ping_s + TIMEOUT_MARGIN_S)
+            ping_out = ended
+            pinged = parse_output("ping", src, ended)
+            load_out = wait_output(proc, load_argv, load_src, plan.load_s + TIMEOUT_MARGIN_S)
+            warmup = policy.warmup_s(plan.load_options.duration_s)
+            loaded = judge_parsed(parse_output("iperf3", load_src, load_out), lab.topo,
+                                  load_src, load_dst, lab.context(warmup_s=warmup),
+                                  load_argv, started_at=started, call=load_call,
+                                  exit_status=load_out.exit_status)
+        except LabtoolsError as err:  # no ping "under load" without its load: both kept
+            lab.save_failure("ping", src, dst, ping_argv, ping_out, err, started, call)
+            if load_out is not None:
+                lab.save_failure("iperf3", load_src, load_dst, load_argv, load_out, err,
+                                 started, load_call)
+            raise
+        finally:
+            terminate(proc)
+    context = replace(lab.context(), load=(load_src, load_dst),
+                      load_received_mbps=require_kind(loaded.summary, RateSummary).steady_mbps,
+                      machine_late_ms=timers.late_ms)
+    m = judge_parsed(pinged, lab.topo, src, dst, context, ping_argv, started_at=started,
+                     call=call, extra={"load": f"iperf3 {load_src} -> {load_dst}"},
+                     exit_status=ended.exit_status)
+    lab.save(m)
+    lab.save(loaded)
+    return m
 
 
 @contextmanager

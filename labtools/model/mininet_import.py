@@ -129,21 +129,7 @@ def from_mininet_topo(topo: Any, name: str) -> Topology:
             if given is not None and not topo.isSwitch(end):
                 addrs[end] = given
             seen_first.add(end)
-        bw = _number(info, "bw", where)  # Mininet leaves a link with bw=0 (or none) unshaped
-        for key in ("use_tbf", "use_htb"):  # Mininet 2.3 takes use_tbf and ignores use_htb
-            if not isinstance(info.get(key, False), bool):
-                raise TopologyError(f"{where}: {key}={show(info[key])} must be True or False")
-        htb = not info.get("use_tbf", False)
-        links.append(Link(
-            src, dst,
-            bw_mbps=bw if bw else None,
-            delay_ms=delay_ms_from_mininet(info.get("delay")),
-            loss_pct=_number(info, "loss", where) or 0.0,
-            queue_pkts=_queue(_number(info, "max_queue_size", where), where),  # 0 included
-            htb=htb,
-            name=str(info["name"]) if info.get("name") else "",
-            addrs=addrs,
-        ))
+        links.append(_shaped_link(src, dst, info, addrs, where))
     result = Topology(name, nodes, tuple(links))
     try:
         assign_addresses(result)
@@ -151,3 +137,24 @@ def from_mininet_topo(topo: Any, name: str) -> Topology:
         bare = tuple(Link(**{**lk.__dict__, "addrs": {}}) for lk in links)
         result = Topology(name, nodes, bare)
     return result
+
+
+def _shaped_link(src: str, dst: str, info: Dict[str, Any], addrs: Dict[str, str],
+                 where: str) -> Link:
+    """The link ``src``-``dst`` with the shaping Mininet's ``addLink`` options ``info``
+    give it (``bw`` Mbit/s, ``delay``, ``loss`` %, ``max_queue_size`` packets, TBF or
+    HTB) and the addresses ``addrs``; ``where`` names it in errors."""
+    bw = _number(info, "bw", where)  # Mininet leaves a link with bw=0 (or none) unshaped
+    for key in ("use_tbf", "use_htb"):  # Mininet 2.3 takes use_tbf and ignores use_htb
+        if not isinstance(info.get(key, False), bool):
+            raise TopologyError(f"{where}: {key}={show(info[key])} must be True or False")
+    return Link(
+        src, dst,
+        bw_mbps=bw if bw else None,
+        delay_ms=delay_ms_from_mininet(info.get("delay")),
+        loss_pct=_number(info, "loss", where) or 0.0,
+        queue_pkts=_queue(_number(info, "max_queue_size", where), where),  # 0 included
+        htb=not info.get("use_tbf", False),
+        name=str(info["name"]) if info.get("name") else "",
+        addrs=addrs,
+    )

@@ -28,13 +28,13 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
-from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import IO, Any, Dict, List, Optional, Sequence, Tuple
 
 from labtools import settings
 from labtools.errors import InputError, VMError
 from labtools.paths import checkout_root
 from labtools.system import vm_cache, vm_leftovers
+from labtools.system.signals import guard_signals
 from labtools.system.toolenv import tools_env, venv_bin_dir
 from labtools.system.vm_leftovers import VM_MARK, VM_OWNER_FILE
 
@@ -70,8 +70,6 @@ UNUSED_GUEST_MODULES = (
     "ghash_clmulni_intel", "sha512_ssse3", "sha256_ssse3", "sha1_ssse3", "aesni_intel",
     "crypto_simd", "cryptd")
 SCRIPT_FILE = "guest.sh"
-#: what :func:`signal.signal` gives back and takes: a function, SIG_DFL/SIG_IGN, or None
-Handler = Union[Callable[[int, Optional[FrameType]], Any], int, None]
 
 
 @dataclass(frozen=True)
@@ -288,36 +286,21 @@ def run_vng(args: Sequence[str], env: Dict[str, str], timeout_s: Optional[float]
              for src, dst in ((proc.stdout, sys.stdout), (proc.stderr, sys.stderr))]
     for t in pumps:
         t.start()
-    previous = _interrupt_on_termination()
     try:
-        proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        _stop(proc, new_session)
-        raise VMError(f"the VM run did not finish within {timeout_s:.0f} s and was stopped"
-                      ) from None
-    except KeyboardInterrupt:
-        _stop(proc, new_session)
-        raise
+        with guard_signals():  # SIGTERM, SIGHUP: stop the VM (its own session) as Ctrl-C does
+            try:
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                _stop(proc, new_session)
+                raise VMError(f"the VM run did not finish within {timeout_s:.0f} s and was "
+                              "stopped") from None
+            except KeyboardInterrupt:
+                _stop(proc, new_session)
+                raise
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
         for t in pumps:
             t.join(timeout=5)
     return proc.returncode
-
-
-def _raise_interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
-def _interrupt_on_termination() -> Dict[int, Handler]:
-    """Turn SIGTERM/SIGHUP into KeyboardInterrupt so the VM (its own session) is stopped.
-
-    Returns the previous handlers; nothing changes outside the main thread.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-    return {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
 
 
 def _kvm_default() -> bool:

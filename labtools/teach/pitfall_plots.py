@@ -40,17 +40,8 @@ def plot_latency_percentiles(series: Dict[str, "pd.DataFrame"], expected_ms: Opt
     top = 0.0
     counts = []
     for label, table in series.items():
-        _need(table, ["rtt_ms"], "ping table")
-        replies = table[~table["duplicate"].astype(bool)] if "duplicate" in table else table
-        values = sorted(float(v) for v in replies["rtt_ms"].dropna())
-        if not values:
-            raise InputError(f"{label}: no replies to plot")
-        n = len(values)
-        xs = [1 / (1 - i / n) for i in range(n)]  # the i-th smallest is at percentile i/n
-        reached = [p for p in PERCENTILES if policy.percentile_replies_needed(p) <= n]
-        ax.step(xs, values, where="post", linewidth=2, label=f"{label} "
-                f"({policy.replies_text(n)}, up to {policy.percentile_name(reached[-1])})")
-        top = max(top, values[-1])
+        largest_ms, n = _percentile_steps(ax, label, table)
+        top = max(top, largest_ms)
         counts.append(n)
     for value, style, text in ((expected_ms, ":", "propagation"),
                                (typical_ms, "--", "typical under one TCP flow (model)"),
@@ -70,6 +61,23 @@ def plot_latency_percentiles(series: Dict[str, "pd.DataFrame"], expected_ms: Opt
         f"; {policy.describe_percentile(beyond[0], None, max(counts))}" if beyond else "")
     return _finish_log_x(ax, (1, reach), top * 1.15, xlabel, "round-trip time (ms)",
                          "Latency by percentile: the tail, not the mean")
+
+
+def _percentile_steps(ax: "Axes", label: str, table: "pd.DataFrame") -> Tuple[float, int]:
+    """Draw one series of :func:`plot_latency_percentiles` (its replies' RTTs against
+    their percentiles, duplicates left out); return its largest RTT (ms) and its number of
+    replies."""
+    _need(table, ["rtt_ms"], "ping table")
+    replies = table[~table["duplicate"].astype(bool)] if "duplicate" in table else table
+    values = sorted(float(v) for v in replies["rtt_ms"].dropna())
+    if not values:
+        raise InputError(f"{label}: no replies to plot")
+    n = len(values)
+    xs = [1 / (1 - i / n) for i in range(n)]  # the i-th smallest is at percentile i/n
+    reached = [p for p in PERCENTILES if policy.percentile_replies_needed(p) <= n]
+    ax.step(xs, values, where="post", linewidth=2, label=f"{label} "
+            f"({policy.replies_text(n)}, up to {policy.percentile_name(reached[-1])})")
+    return values[-1], n
 
 
 def plot_window_sweep(windows_bytes: Sequence[int], rates_mbps: Sequence[Optional[float]],

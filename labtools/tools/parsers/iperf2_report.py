@@ -9,7 +9,7 @@ datagrams).
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Optional, Set
+from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
 TOOL = "iperf"
 COLUMNS = ["stream", "start_s", "end_s", "bytes", "rate_mbps", "jitter_ms", "lost", "total",
@@ -124,17 +124,8 @@ def summarize(rows: List[Dict[str, Any]], protocol: str, role: Optional[str],
                         and r["direction"] == "forward"])
     ids = {d: {r["stream"] for r in own[d]} for d in own}
     client, server = role == "client", role == "server"
-    # a client's Sent lines are its forward streams' (a server's, its reverse streams')
-    sent = {k: n for k, n in sent.items() if k not in ids["reverse"]} if client else {}
-    if sum_sent is not None and sent and sum_sent != sum(sent.values()):
-        found.append(f"the [SUM] line's {sum_sent} datagrams sent are not the sum of its "
-                     f"streams' {sum(sent.values())}; the streams' own counts are used")
-    # what each side printed: a client its own sending (forward) and receiving (reverse)
-    # and the server's reports; a server its receiving (forward) and sending (reverse)
-    fwd_received = (received(reports["forward"], ids["forward"]) if client
-                    else received(own["forward"], None) if server else received([], None))
-    rev_received = (received(own["reverse"], None) if client
-                    else received(reports["reverse"], ids["reverse"]))
+    sent = _forward_sent(sent, sum_sent, ids["reverse"], client, found)
+    fwd_received, rev_received = _received_both_ways(own, reports, ids, role)
     whole = _whole(own["forward"])
     summary: Dict[str, Any] = {
         "protocol": protocol,
@@ -154,3 +145,30 @@ def summarize(rows: List[Dict[str, Any]], protocol: str, role: Optional[str],
                                                               "lost_pct")})
     summary["sent_datagrams"] = sum(sent.values()) if sent else None
     return summary
+
+
+def _forward_sent(sent: Dict[int, int], sum_sent: Optional[int], reverse_ids: Set[int],
+                  client: bool, found: List[str]) -> Dict[int, int]:
+    """The datagrams each forward stream sent: a client's ``Sent`` lines are its forward
+    streams' (a server's, its reverse streams': none here). A ``[SUM]`` count that is not
+    their sum is noted in ``found``."""
+    sent = {k: n for k, n in sent.items() if k not in reverse_ids} if client else {}
+    if sum_sent is not None and sent and sum_sent != sum(sent.values()):
+        found.append(f"the [SUM] line's {sum_sent} datagrams sent are not the sum of its "
+                     f"streams' {sum(sent.values())}; the streams' own counts are used")
+    return sent
+
+
+def _received_both_ways(own: Dict[str, List[Dict[str, Any]]],
+                        reports: Dict[str, List[Dict[str, Any]]],
+                        ids: Dict[str, Set[int]], role: Optional[str]
+                        ) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """What was received forward and in reverse (:func:`received`), from what each side
+    printed: a client its own sending (forward) and receiving (reverse) and the server's
+    reports; a server its receiving (forward) and sending (reverse)."""
+    client, server = role == "client", role == "server"
+    fwd_received = (received(reports["forward"], ids["forward"]) if client
+                    else received(own["forward"], None) if server else received([], None))
+    rev_received = (received(own["reverse"], None) if client
+                    else received(reports["reverse"], ids["reverse"]))
+    return fwd_received, rev_received
