@@ -25,7 +25,7 @@ before anything else.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
@@ -130,6 +130,17 @@ VARIABLES: Tuple[Variable, ...] = (
     Variable(HUB_USER, "not on JupyterHub",
              "the student measuring: recorded with every run, and the default variant",
              "JupyterHub"),
+    Variable("LABTOOLS_RECORD_URL", "not on a course hub",
+             "the course's record (a service of the hub, http://HOST:PORT): every checked "
+             "answer and every measurement is also posted there, with JUPYTERHUB_API_TOKEN",
+             "the course hub"),
+    Variable("JUPYTERHUB_API_TOKEN", "not on JupyterHub",
+             "the server's token: the course's record learns from the hub whose it is "
+             "(never printed)", "JupyterHub"),
+    Variable("LABTOOLS_COURSE_RECORD", "none (the results file's own record)",
+             "a file of the student's rows of the course's record (JSON): grading takes "
+             "the compute-it-first answers and their times from it",
+             "labtools autograde"),
     Variable(GRADING, "not grading",
              "autograde or validate: the notebook's lab replays the recorded measurements "
              "instead of starting a network", "nbgrader"),
@@ -184,6 +195,10 @@ class Settings:
         course_flag: ``LABTOOLS_ON_COURSE=1`` (the student image).
         edition: the package's edition (``student``, from :data:`EDITION_FILE`; '' for the
             full kit).
+        record_url: the course's record (``LABTOOLS_RECORD_URL``; '' off a hub).
+        hub_token: the server's hub token (``JUPYTERHUB_API_TOKEN``; never shown).
+        course_record: the student's rows of the course's record, at grading
+            (``LABTOOLS_COURSE_RECORD``; None when unset).
     """
 
     mode: str = "instructor"
@@ -209,6 +224,9 @@ class Settings:
     vm_idle_poll: bool = False
     course_flag: bool = False
     edition: str = ""
+    record_url: str = ""
+    hub_token: str = field(default="", repr=False)
+    course_record: Optional[Path] = None
 
     @property
     def emulation(self) -> Emulation:
@@ -282,7 +300,10 @@ class Settings:
             vm_kernel=text.path("LABTOOLS_VM_KERNEL"), vm_kvm=text.optional_flag("LABTOOLS_VM_KVM"),
             vm_memory=text.get("LABTOOLS_VM_MEMORY") or "2G",
             vm_memory_chosen=bool(text.get("LABTOOLS_VM_MEMORY")),
-            vm_cpus=text.whole("LABTOOLS_VM_CPUS"), vm_idle_poll=text.flag("LABTOOLS_VM_IDLE_POLL"))
+            vm_cpus=text.whole("LABTOOLS_VM_CPUS"), vm_idle_poll=text.flag("LABTOOLS_VM_IDLE_POLL"),
+            record_url=text.get("LABTOOLS_RECORD_URL"),
+            hub_token=text.get("JUPYTERHUB_API_TOKEN"),
+            course_record=text.path("LABTOOLS_COURSE_RECORD"))
 
 
 class _Reader:
@@ -363,6 +384,7 @@ def passed_on(also: Sequence[str] = (), environ: Optional[Mapping[str, str]] = N
 def in_force(environ: Optional[Mapping[str, str]] = None
              ) -> List[Tuple[Variable, Optional[str]]]:
     """Each variable with the value the environment gives it (None when unset: its
-    default holds); ``labtools doctor`` prints them."""
+    default holds); ``labtools doctor`` prints them. A token is shown as ``(set)``."""
     found = os.environ if environ is None else environ
-    return [(v, found[v.name] if found.get(v.name, "").strip() else None) for v in VARIABLES]
+    return [(v, None if not found.get(v.name, "").strip() else
+             "(set)" if v.name == "JUPYTERHUB_API_TOKEN" else found[v.name]) for v in VARIABLES]

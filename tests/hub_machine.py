@@ -172,7 +172,7 @@ def course_settings(folder: Path, course: str, instructor: str, students: List[s
     (https://hub.localhost:PORT, a certificate made here, the dummy authenticator);
     the values it chose."""
     make_certificate(folder, "hub.localhost")
-    port, api, proxy_api = free_port(), free_port(), free_port()
+    port, api, proxy_api, record = free_port(), free_port(), free_port(), free_port()
     extra = "".join(f"{key} = {json.dumps(value)}\n" for key, value in servers.items())
     (folder / "course.toml").write_text(f"""
 [course]
@@ -188,11 +188,13 @@ tls_key = "key.pem"
 data_dir = "data"
 api_port = {api}
 proxy_api_port = {proxy_api}
+record_port = {record}
 [servers]
 {extra}[auth]
 kind = "dummy"
 """)
-    return {"port": port, "api_port": api, "settings": folder / "course.toml",
+    return {"port": port, "api_port": api, "record_port": record,
+            "settings": folder / "course.toml",
             "url": f"https://hub.localhost:{port}", "cafile": str(folder / "cert.pem")}
 
 

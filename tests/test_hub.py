@@ -211,6 +211,7 @@ class Course:
         self.url: str = info["url"]
         self.port: int = info["port"]
         self.api_port: int = info["api_port"]
+        self.record_port: int = info["record_port"]
         self.context = ssl.create_default_context(cafile=info["cafile"])
         self.people: Dict[str, Person] = {}
         self.stopped = False
@@ -733,6 +734,71 @@ def test_a_student_cannot_reach_the_host_the_docker_socket_or_the_others_hub_acc
     page = person.driver.page_source
     assert "jp-main-dock-panel" not in page and ("403" in page or "Forbidden" in page)
     person.driver.save_screenshot(str(OUT / "alice-at-bobs-server.png"))
+
+
+#: a check of "rtt_ms h1 h2" as a notebook's compute-it-first cell saves it (the kit posts
+#: it to the course's record after the local save)
+RECORD_ANSWER = (
+    "from labtools.results.store import ResultStore\n"
+    "from labtools.results.predictions import Prediction\n"
+    "ResultStore('/tmp/record-test.sqlite').save_predictions([Prediction(\n"
+    "    'rtt_ms h1 h2', 12.5, True, case='record-test', topology='star')])\n")
+#: what a student could send the record by hand: forged posts and someone else's rows
+RECORD_FORGERIES = (
+    "import json, os, urllib.request, urllib.error\n"
+    "url = os.environ['LABTOOLS_RECORD_URL'] + '/events'\n"
+    "mine = 'token ' + os.environ['JUPYTERHUB_API_TOKEN']\n"
+    "body = {'kind': 'answer', 'case': 'record-test', 'question': 'rtt_ms h1 h2', 'answer': 1}\n"
+    "def send(extra, token=mine, query=None):\n"
+    "    data = None if query is not None else json.dumps({**body, **extra}).encode()\n"
+    "    r = urllib.request.Request(url + (query or ''), data=data,\n"
+    "                               headers={'Authorization': token})\n"
+    "    try:\n"
+    "        with urllib.request.urlopen(r, timeout=10) as answer:\n"
+    "            return [answer.status, json.loads(answer.read())]\n"
+    "    except urllib.error.HTTPError as err:\n"
+    "        return [err.code, json.loads(err.read())]\n"
+    "print(json.dumps({'user': send({'user': '@OTHER@'}),\n"
+    "                  'recorded_at': send({'recorded_at': '2025-01-01T00:00:00+00:00'}),\n"
+    "                  'correct': send({'correct': True}),\n"
+    "                  'token': send({}, token='token ' + '0' * 32),\n"
+    "                  'other': send({}, query='?user=@OTHER@'),\n"
+    "                  'own': send({}, query='')}))\n")
+
+
+def test_the_course_record_keeps_a_students_answer_under_their_hub_name(course: Course):
+    """A check saved in alice's server is on the hub's record as alice's, at the service's
+    time; a post that names a user, a time or a verdict is refused, as is a token the hub
+    does not know; bob cannot read alice's rows; the instructor can."""
+    from datetime import datetime, timezone
+
+    alice, bob = STUDENTS
+    before = datetime.now(timezone.utc)
+    saved = in_container(alice, f"cd /tmp && python3 -c {shlex.quote(RECORD_ANSWER)}")
+    after = datetime.now(timezone.utc)
+    assert saved.returncode == 0, saved.stderr
+    assert "not on the course's record" not in saved.stderr, saved.stderr
+    tried = in_container(alice, "python3 -c " + shlex.quote(
+        RECORD_FORGERIES.replace("@OTHER@", bob)))
+    codes = json.loads(tried.stdout or tried.stderr)
+    assert {k: v[0] for k, v in codes.items()} == {
+        "user": 400, "recorded_at": 400, "correct": 400, "token": 403, "other": 403,
+        "own": 200}, codes
+    assert codes["user"][1]["error"] == "'user' is the record's to write, not the post's"
+    assert {e["user"] for e in codes["own"][1]["events"]} == {alice}  # her lab's rows too
+    by_bob = in_container(bob, "python3 -c " + shlex.quote(
+        RECORD_FORGERIES.replace("@OTHER@", alice)))
+    assert json.loads(by_bob.stdout)["other"][0] == 403, by_bob.stdout
+    teacher = course.people[INSTRUCTOR]
+    status, answer = http(course, f"http://127.0.0.1:{course.record_port}/events?user={alice}",
+                          token=teacher.token)
+    assert status == 200, answer
+    rows = [e for e in answer["events"] if e["case"] == "record-test"]
+    assert [(e["user"], e["kind"], e["case"], e["question"], e["answer"]) for e in rows] == [
+        (alice, "answer", "record-test", "rtt_ms h1 h2", 12.5)], rows
+    stamped = datetime.fromisoformat(rows[0]["recorded_at"])
+    assert before <= stamped <= after, (before, stamped, after)
+    assert "correct" not in rows[0]
 
 
 def test_instructor_collects_and_autogrades(course: Course):

@@ -52,8 +52,9 @@ def test_the_example_file_is_valid_and_says_what_a_course_gets():
 def test_defaults_and_relative_paths():
     s = settings(tmp=Path("/srv/course"))
     assert s.data_dir == Path("/srv/course/state")
-    assert (s.api_port, s.proxy_api_port, s.idle_timeout_s, s.image, s.instructor_image) == (
-        8081, 8001, 3600, "labtools-lab:latest", "labtools-lab-instructor:latest")
+    assert (s.api_port, s.proxy_api_port, s.record_port, s.idle_timeout_s, s.image,
+            s.instructor_image) == (
+        8081, 8001, 8082, 3600, "labtools-lab:latest", "labtools-lab-instructor:latest")
     assert s.users == ("teacher", "alice", "bob")
 
 
@@ -124,13 +125,16 @@ def test_names_fit_linux_and_never_reach_into_another_course():
     assert not (cs.resource_prefix("netlab") + "u-2").startswith(cs.resource_prefix("netlab-2"))
 
 
-def test_firewall_lets_servers_reach_the_hub_api_only():
-    s = settings()
+def test_firewall_lets_servers_reach_the_hub_api_and_the_record_only():
+    s = settings(MINIMAL.replace('data_dir = "state"', 'data_dir = "state"\nrecord_port = 8093'))
     rules = [" ".join(argv[2:]) for argv in firewall.up_commands(s)]
     inp, fwd = firewall.chains("netlab")
     tag = cs.course_tag("netlab")
-    assert rules.index(f"-A {inp} -i {tag}-+ -p tcp --dport 8081 -j ACCEPT") < \
-        rules.index(f"-A {inp} -i {tag}-+ -j DROP")
+    drop = rules.index(f"-A {inp} -i {tag}-+ -j DROP")
+    assert rules.index(f"-A {inp} -i {tag}-+ -p tcp --dport 8081 -j ACCEPT") < drop
+    assert rules.index(f"-A {inp} -i {tag}-+ -p tcp --dport 8093 -j ACCEPT") < drop
+    assert [r for r in rules[:drop] if "--dport" in r] == [
+        f"-A {inp} -i {tag}-+ -p tcp --dport {port} -j ACCEPT" for port in (8081, 8093)]
     assert f"-I INPUT 1 -j {inp}" in rules
     assert f"-A {fwd} -i {tag}-+ -j DROP" in rules  # no Internet by default
     with_internet = settings(MINIMAL + "[servers]\ninternet = true\n")
@@ -237,6 +241,8 @@ def refused(capsys, path: Path, *argv, command: str = "check") -> str:
     (("listen =", "mem_limit = \"4G\"\nlisten ="), "(did you mean servers.mem_limit?)"),
     (("data_dir = \"state\"", "data_dir = \"state\"\napi_port = 8000"), "must differ"),
     (("data_dir = \"state\"", "data_dir = \"state\"\nproxy_api_port = 8081"), "must differ"),
+    (("data_dir = \"state\"", "data_dir = \"state\"\nrecord_port = 8081"), "must differ"),
+    (("data_dir = \"state\"", "data_dir = \"state\"\nrecord_port = 0"), "0 is not a port"),
     (("data_dir = \"state\"", "data_dir = \"state\"\napi_port = 99999"), "99999 is not a port"),
     (("data_dir = \"state\"", "data_dir = \"state\"\napi_port = 0"), "0 is not a port"),
     (("listen = \"127.0.0.1:8000\"", "listen = \"127.0.0.1:+8000\""), "is not ADDRESS:PORT"),

@@ -75,6 +75,7 @@ VALUES: Dict[str, Dict[str, Any]] = {
                      st.sampled_from(["/", "..", ".", "../../../..", "/var/lib", "/usr/..",
                                       "/home/alice", "/proc/1", "", "s\x00", "/root"])),
         "api_port": (GOOD_PORTS, BAD_PORTS), "proxy_api_port": (GOOD_PORTS, BAD_PORTS),
+        "record_port": (GOOD_PORTS, BAD_PORTS),
         "student_subnets": (
             st.sampled_from([ABSENT, "10.213.0.0/16", "172.20.0.0/16", "10.9.0.0/20",
                              "10.0.0.0/8"]),
@@ -139,21 +140,21 @@ def settings_dicts(draw: st.DrawFn) -> Dict[str, Any]:
 @st.composite
 def good_dicts(draw: st.DrawFn) -> Dict[str, Any]:
     """Settings that are fine: every key's value fine (or absent where it may be), the
-    three ports different."""
+    four ports different."""
     data = {section: {key: value for key, (good, _) in keys.items()
                       if (value := draw(good)) is not ABSENT}
             for section, keys in VALUES.items()}
-    ports = draw(st.lists(GOOD_PORTS, min_size=3, max_size=3, unique=True))
+    ports = draw(st.lists(GOOD_PORTS, min_size=4, max_size=4, unique=True))
     data["hub"]["listen"] = data["hub"]["listen"].rsplit(":", 1)[0] + f":{ports[0]}"
-    data["hub"]["api_port"], data["hub"]["proxy_api_port"] = ports[1:]
+    data["hub"]["api_port"], data["hub"]["proxy_api_port"], data["hub"]["record_port"] = ports[1:]
     return data
 
 
 def assert_invariants(s: cs.CourseSettings, base: Path) -> None:
     """What every loaded course's settings hold."""
-    ports = (s.listen_port, s.api_port, s.proxy_api_port)
+    ports = (s.listen_port, s.api_port, s.proxy_api_port, s.record_port)
     assert all(isinstance(p, int) and 1 <= p <= 65535 for p in ports)
-    assert len(set(ports)) == 3
+    assert len(set(ports)) == 4
     assert isinstance(s.subnets, ipaddress.IPv4Network) and s.subnets.prefixlen <= 20
     assert s.subnets.is_private and not (s.subnets.is_loopback or s.subnets.is_link_local
                                          or s.subnets.is_unspecified)

@@ -77,6 +77,9 @@ attempt("tmp", lambda: write(TMP_FILE))
 attempt("own_folder", lambda: write("mine.txt"))
 attempt("variants", lambda: read("../../../labtools-variants.csv"))
 attempt("variants_write", lambda: write("../../../labtools-variants.csv"))
+attempt("record", lambda: read("../../../course-record/alice.json"))
+attempt("record_write", lambda: write("../../../course-record/alice.json"))
+attempt("other_record", lambda: read("../../../course-record/bob.json"))
 tried["uid"] = os.getuid()
 import subprocess
 tried["daemon"] = subprocess.Popen(["sleep", "300"], start_new_session=True).pid
@@ -95,6 +98,9 @@ def _course(tmp_path: Path) -> Dict[str, Path]:
     folder = course / "autograded" / "alice" / "lab1"
     folder.mkdir(parents=True)
     (course / "labtools-variants.csv").write_text("alice,blue\n")
+    (course / "course-record").mkdir()
+    for student in ("alice", "bob"):
+        (course / "course-record" / f"{student}.json").write_text(f'{{"events": ["{student}"]}}')
     home = tmp_path / "home"
     home.mkdir()
     (home / "secret.txt").write_text("THE ANSWER")
@@ -139,7 +145,8 @@ def hostile(tmp_path_factory) -> Dict[str, Any]:
 
 @pytest.mark.parametrize("name", ["solutions", "kit_solutions", "gradebook", "other_submitted",
                                   "other_autograded", "home", "tokens", "network",
-                                  "memory", "outside", "kit", "variants_write"])
+                                  "memory", "outside", "kit", "variants_write",
+                                  "record_write", "other_record"])
 def test_a_hostile_submission_is_refused(hostile, name):
     assert str(hostile[name]).startswith("refused"), hostile[name]
 
@@ -154,6 +161,7 @@ def test_what_grading_needs_still_works(hostile):
     assert hostile["own_folder"] == "written"
     assert hostile["tmp"] == "written"  # in a /tmp of its own
     assert hostile["variants"] == "alice,blue\n"  # whose variant it is graded on
+    assert hostile["record"] == '{"events": ["alice"]}'  # their own rows of the hub's record
 
 
 def _running(pid: int) -> bool:

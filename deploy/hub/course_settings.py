@@ -58,7 +58,7 @@ TESTING_VARIABLE = "LABHUB_TESTING"
 KEYS: Dict[str, Tuple[str, ...]] = {
     "course": ("id", "instructor", "students", "students_file", "admins"),
     "hub": ("public_url", "listen", "subdomains", "tls_cert", "tls_key", "data_dir",
-            "api_port", "proxy_api_port", "student_subnets"),
+            "api_port", "proxy_api_port", "record_port", "student_subnets"),
     "servers": ("image", "instructor_image", "cpu_limit", "mem_limit", "pids_limit",
                 "idle_timeout_s", "cull_every_s", "spawn_timeout_s", "internet", "copy_notebooks"),
     "auth": ("kind", "config"),
@@ -91,6 +91,8 @@ class CourseSettings:
     tls_key: str
     api_port: int
     proxy_api_port: int
+    #: the course's record (record_service.py: answers and measurements, the hub's time)
+    record_port: int
     data_dir: Path
     subnets: ipaddress.IPv4Network
     #: the students' servers' image (the student edition)
@@ -233,10 +235,12 @@ def _hub(hub: Dict[str, Any], base: Path, course_id: str, users: int,
                             "https")
     ip, port = listen_address(_get(hub, "hub", "listen", str, "0.0.0.0:443"))
     ports = {"listen": port, "api_port": _port(hub, "api_port", 8081),
-             "proxy_api_port": _port(hub, "proxy_api_port", 8001)}
+             "proxy_api_port": _port(hub, "proxy_api_port", 8001),
+             "record_port": _port(hub, "record_port", 8082)}
     if len(set(ports.values())) < len(ports):
-        raise SettingsError("hub.listen's port, hub.api_port and hub.proxy_api_port must "
-                            f"differ, not {', '.join(map(str, ports.values()))}")
+        raise SettingsError("hub.listen's port, hub.api_port, hub.proxy_api_port and "
+                            "hub.record_port must differ, not "
+                            f"{', '.join(map(str, ports.values()))}")
     data_dir = Path(_path(hub, "hub", "data_dir", base)).resolve()
     reason = unsafe(data_dir, base)
     if reason:
@@ -245,7 +249,8 @@ def _hub(hub: Dict[str, Any], base: Path, course_id: str, users: int,
         "public_url": url, "listen_ip": ip, "listen_port": port,
         "subdomains": _get(hub, "hub", "subdomains", bool, True), "tls_cert": cert,
         "tls_key": key, "api_port": ports["api_port"],
-        "proxy_api_port": ports["proxy_api_port"], "data_dir": data_dir,
+        "proxy_api_port": ports["proxy_api_port"], "record_port": ports["record_port"],
+        "data_dir": data_dir,
         "subnets": _subnets(_get(hub, "hub", "student_subnets", str, "10.213.0.0/16"),
                             machine, course_id, users),
     }

@@ -5,8 +5,10 @@ Docker already keeps servers from reaching each other. These rules, in chains of
 course's own, add what Docker does not:
 
 - from the servers' bridges to the host, only the hub's API port (the server reports to the
-  hub) and replies to connections the host opened (the proxy reaching the server); nothing
-  else on the host (its SSH, the proxy's public port, anything listening on it);
+  hub), the course's record (``record_port``: the kit posts each checked answer and each
+  measurement to record_service.py) and replies to connections the host opened (the proxy
+  reaching the server); nothing else on the host (its SSH, the proxy's public port,
+  anything listening on it);
 - without ``internet``, nothing forwarded out of a server's network either (no Internet,
   no other network).
 
@@ -36,6 +38,7 @@ def up_commands(s: CourseSettings) -> List[List[str]]:
     cmds = [
         ["-N", inp],
         ["-A", inp, "-i", ifaces, "-p", "tcp", "--dport", str(s.api_port), "-j", "ACCEPT"],
+        ["-A", inp, "-i", ifaces, "-p", "tcp", "--dport", str(s.record_port), "-j", "ACCEPT"],
         ["-A", inp, "-i", ifaces, "-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED",
          "-j", "ACCEPT"],
         ["-A", inp, "-i", ifaces, "-j", "DROP"],

@@ -9,6 +9,9 @@ settings file, see course.example.toml).
 - The instructor's server has nbgrader's formgrader (course folder ~/course); students'
   servers the Assignments tab.
 - Idle servers are stopped by jupyterhub-idle-culler (a service of the hub).
+- The course's record (record_service.py, a service of the hub on ``hub.record_port``)
+  keeps every checked answer and measurement a server posts, under the token owner's hub
+  name and at the hub's time, in the data folder (course_record.sqlite).
 - Per-user subdomains (alice.lab.example.edu) with the __Host- cookie prefix when
   ``hub.subdomains`` (JupyterHub's advice where users must not reach each other).
 """
@@ -103,9 +106,21 @@ c.JupyterHub.load_roles = [{
     "name": "idle-culler",
     "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"],
     "services": ["idle-culler"],
+}, {
+    # identifies the token a post brings (GET /hub/api/user with that token) and reads
+    # users' names
+    "name": "course-record",
+    "scopes": ["read:users:name"],
+    "services": ["course-record"],
 }]
 c.JupyterHub.services = [{
     "name": "idle-culler",
     "command": [sys.executable, "-m", "jupyterhub_idle_culler",
                 f"--timeout={course.idle_timeout_s}", f"--cull-every={course.cull_every_s}"],
+}, {
+    "name": "course-record",
+    "command": [sys.executable, str(HERE / "record_service.py"),
+                f"--listen=0.0.0.0:{course.record_port}",
+                f"--db={data / 'course_record.sqlite'}",
+                "--readers=" + ",".join(dict.fromkeys((course.instructor, *course.admins)))],
 }]

@@ -15,8 +15,9 @@ What it adds to DockerSpawner (configured in jupyterhub_config.py):
   ``inbound`` and ``feedback``), made by the hub in the exchange's volume before any server
   starts, owned by the instructor's user id (exchange_folder.py): no student can make it
   first and stop the instructor's releases;
-- the hub's API address on that network, the user's role (instructor or student) and the
-  course, in the server's environment;
+- the hub's API address on that network, the course's record's (``LABTOOLS_RECORD_URL``,
+  record_service.py), the user's role (instructor or student) and the course, in the
+  server's environment;
 - /proc and /sys unmasked for the container (Docker's ``systempaths=unconfined``): a lab's
   routers forward through /proc/sys/net of their own namespace, which Docker's read-only
   /proc/sys would refuse. The container's user is not root and has no capability, so the
@@ -133,7 +134,8 @@ class LabSpawner(DockerSpawner):
         await self._remove_network()
 
     def get_env(self) -> Dict[str, str]:
-        """The hub's API reached through the host's address on the server's network."""
+        """The hub's API and the course's record reached through the host's address on the
+        server's network."""
         env: Dict[str, str] = super().get_env()
         api = f"http://{self.hub_address}:{self.course.api_port}/hub/api"
         env["JUPYTERHUB_API_URL"] = api
@@ -141,6 +143,7 @@ class LabSpawner(DockerSpawner):
         env["LABTOOLS_ROLE"] = self.role
         env["LABTOOLS_COURSE"] = self.course.course_id
         env["LABTOOLS_COPY_NOTEBOOKS"] = "1" if self.course.copy_notebooks else "0"
+        env["LABTOOLS_RECORD_URL"] = f"http://{self.hub_address}:{self.course.record_port}"
         return env
 
     def docker(self, method: str, *args: Any, **kwargs: Any) -> Any:

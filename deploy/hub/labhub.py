@@ -35,7 +35,7 @@ DOCKER = shutil.which("docker", path="/usr/bin:/usr/local/bin:/bin") or "docker"
 GETTABLE: Tuple[str, ...] = (
     "course_id", "instructor", "students", "admins", "users", "public_url", "listen_ip",
     "listen_port", "subdomains", "tls_cert", "tls_key", "api_port", "proxy_api_port",
-    "data_dir", "subnets", "image", "instructor_image", "cpu_limit", "mem_limit",
+    "record_port", "data_dir", "subnets", "image", "instructor_image", "cpu_limit", "mem_limit",
     "pids_limit", "idle_timeout_s", "cull_every_s", "spawn_timeout_s", "internet",
     "copy_notebooks", "auth_kind")
 

@@ -14,9 +14,10 @@ kernel, in two steps around ipykernel's start:
     - *files* (:class:`~labtools.instructor.kernel_mounts.View`): a mount namespace in which
       the course folder (``source/``, ``release/``, ``feedback/``, the gradebook, the other
       submissions) and the instructor's home are empty but for the submission's folder,
-      the kit and the course's ``labtools-variants.csv`` (read-only: whose variant the
-      submission is graded on), the kit is read-only (its ``solutions/`` hidden too, in a
-      checkout) and ``/tmp`` is the kernel's own.
+      the kit, the course's ``labtools-variants.csv`` (read-only: whose variant the
+      submission is graded on) and the student's own file of the course hub's record
+      (``course-record/STUDENT.json``, read-only), the kit is read-only (its
+      ``solutions/`` hidden too, in a checkout) and ``/tmp`` is the kernel's own.
 
 :meth:`KernelSandbox.after_bind` (once ipykernel has bound its sockets, before the first cell)
     - *network*: a network namespace of the kernel's own with only loopback, up (sockets
@@ -53,6 +54,7 @@ from labtools.errors import EnvironmentProblem
 from labtools.instructor import kernel_mounts
 from labtools.judge import policy
 from labtools.results import ownership
+from labtools.results.course_record_file import RECORD_FOLDER
 
 #: as root, a kernel's uid and gid are this plus its PID (no user of the machine's)
 KERNEL_UID_BASE = 1_000_000_000
@@ -207,6 +209,8 @@ class KernelSandbox:
         course = course_of(self.folder)
         if course is not None:  # whose variant the submission is graded on
             kept.append(course / ownership.VARIANTS_FILE)
+            # the student's own rows of the course hub's record (read-only), no one else's
+            kept.append(course / RECORD_FOLDER / f"{self.folder.parent.name}.json")
         # the kit's own solutions/ when it is a checkout of the kit's sources
         covered = [h.resolve() for h in homes] + ([course] if course else []) + \
             [_kit_folders()[0] / "solutions"]

@@ -79,6 +79,7 @@ from typing import Any, Iterator, List, Sequence, Union
 
 from labtools.errors import StoreError
 from labtools.results.columns import group_row, run_row, table_values
+from labtools.results.course_record import post_answers, post_run, post_transcript
 from labtools.results.live_events import LIVE_EVENT_COLUMNS, LiveEvent, live_event_row
 from labtools.results.predictions import (
     PREDICTION_COLUMNS,
@@ -226,6 +227,7 @@ class ResultStore(StoreRecords):
             con.executemany("INSERT INTO samples (run_id, row, values_json) VALUES (?, ?, ?)",
                             ((run_id, i, v) for i, v in enumerate(values)))
         record.id = run_id
+        post_run(record)  # on a course hub: the course's record too
         return run_id
 
     def save_group(self, group: GroupRecord) -> str:
@@ -244,6 +246,7 @@ class ResultStore(StoreRecords):
             cursor = con.execute(_insert("shell_transcripts", TRANSCRIPT_COLUMNS),
                                  [row[c] for c in TRANSCRIPT_COLUMNS])
             record.id = int(cursor.lastrowid or 0)
+        post_transcript(record)  # on a course hub: the course's record too
         return record.id
 
     def save_predictions(self, records: Sequence[Prediction]) -> None:
@@ -258,6 +261,7 @@ class ResultStore(StoreRecords):
                 cursor = con.execute(_insert("predictions", PREDICTION_COLUMNS),
                                      [row[c] for c in PREDICTION_COLUMNS])
                 record.id, record.recorded_at = int(cursor.lastrowid or 0), row["recorded_at"]
+        post_answers(records)  # on a course hub: the course's record too
 
     def save_live_events(self, events: Sequence[LiveEvent]) -> None:
         """Write a live demonstration's events in one transaction (their ids are set)."""

@@ -14,8 +14,12 @@ again on the lab's network (the student's own, when grading), whatever verdict w
 and a row dated before the file was made or before a row saved ahead of it earns nothing
 (:mod:`labtools.judge.answer_record`). A measurement counts whatever made it
 (:func:`every_measurement`): a probe call of any notebook, ``run_on``, ``labtools shell``.
-Off a course the file is the student's own and can still be rewritten whole: the order
-is on the honour system there (``docs/students.md``).
+On a course hub the answers and measurements are also on the course's record, kept by the
+hub under the student's hub name at its own time (:mod:`labtools.results.course_record`);
+when grading finds it (:func:`labtools.results.course_record_file.grading_record`), the
+answers and their times come from it, never from the results file, and its measurements
+count beside the file's. Off a course the file is the student's own and can still be
+rewritten whole: the order is on the honour system there (``docs/students.md``).
 
 An expected value a student may not see yet (graded work) appears in the table once the
 answer is right or the quantity has been measured; a wrong answer's number stays hidden
@@ -46,6 +50,7 @@ from labtools.lab.replay import ReplaySession
 from labtools.lab.session import LabSession
 from labtools.model.topology import Topology
 from labtools.results.columns import decode_json, decode_time
+from labtools.results.course_record_file import grading_record, kept_answers, recorded_calls
 from labtools.results.predictions import Prediction
 from labtools.results.store import ResultStore
 from labtools.teach.modes import show_answers
@@ -166,8 +171,12 @@ def checked_answers(lab: Union[LabSession, ReplaySession],
         reason = problem or "this lab keeps no results file: nothing is on record"
         table["on_record"], table["record"] = False, reason
         return table
-    kept = _vetted(store, lab.topo, lab.case)
+    record = grading_record() if lab.replaying else None
+    kept = (_vetted(store, lab.topo, lab.case) if record is None
+            else vet_answers(kept_answers(record), lab.topo, lab.case))
     calls = every_measurement(store, lab.case, lab.topo)
+    if record is not None:  # the hub's: answers and their times; its measurements too
+        calls += recorded_calls(record, lab.case, lab.topo)
     judged = [judge_record(str(q), kept.get(str(q), Vetted()).answers, calls,
                            kept.get(str(q), Vetted()).refused) for q in table["question"]]
     table["on_record"] = [j.on_record for j in judged]

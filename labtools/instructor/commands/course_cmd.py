@@ -2,6 +2,7 @@
 one for nbgrader.
 
     labtools course new DIR [--id COURSE]
+    labtools course record [--url URL] [--course DIR]
 
 For the instructor (refused in a student's lab). Writes into ``DIR`` (new or empty):
 
@@ -12,6 +13,9 @@ For the instructor (refused in a student's lab). Writes into ``DIR`` (new or emp
   assignment ``labs``;
 - ``labtools-variants.csv``: its header only (every student measures on the network of
   their own id); lab partners go there as ``student_id,variant`` lines.
+
+``record`` fetches a course hub's record of answers and measurements into
+``DIR/course-record/`` (:mod:`labtools.instructor.course_record_fetch`).
 
 Then, in ``DIR``: ``nbgrader generate_assignment labs --create`` and the steps of
 docs/instructors.md. ``COURSE`` (default: ``DIR``'s name) is what nbgrader and a hub's
@@ -50,6 +54,28 @@ def add_parser(sub: Any) -> None:
     new.add_argument("--id", dest="course_id", metavar="COURSE", type=options.text,
                      help="the course's id for nbgrader (default: DIR's name)")
     new.set_defaults(handler=run_new)
+    record = actions.add_parser(
+        "record", help="fetch the course's record from the hub",
+        description="Fetch the course hub's record (every checked answer and measurement, "
+        "at the hub's time) into DIR/course-record/STUDENT.json, where grading reads it.")
+    record.add_argument("--url", metavar="URL", type=options.text,
+                        help="the record's address (default: LABTOOLS_RECORD_URL)")
+    record.add_argument("--course", metavar="DIR", type=options.path, default=Path("."),
+                        help="the course folder (default: here)")
+    record.set_defaults(handler=run_record)
+
+
+def run_record(args: argparse.Namespace) -> int:
+    """Fetch the record into the course folder; print how many students and events; 0."""
+    from labtools.instructor.course_record_fetch import fetch_into
+    from labtools.results.course_record_file import read_record
+
+    options.instructors_only("course record")
+    written = fetch_into(args.course, args.url)
+    events = sum(len(read_record(path).events) for path in written)
+    print(f"course record: {events} events of {len(written)} users in "
+          f"{args.course / 'course-record'}")
+    return 0
 
 
 def check_course_id(course_id: str) -> str:
