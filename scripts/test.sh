@@ -154,7 +154,8 @@ fi
 stage_start "real-network tests and the solution notebooks, executed on real networks"
 # Only these files are imported in the VM (importing the others costs minutes under
 # emulation). The notebooks run with LABTOOLS_QUICK=1 (shorter pings and UDP runs).
-judging_files=(tests/test_network.py tests/test_network_queues.py tests/test_network_cleanup.py)
+judging_files=(tests/test_network.py tests/test_network_queues.py tests/test_network_cleanup.py
+               tests/test_live_network.py)
 # the rest in two halves of about the same time: the measurement panel's runs and the
 # solution notebooks 04 02 01 and any added later (about 500 + 100 s in a lab VM of one
 # CPU beside the other half); 06 07 03 00 05 (about 560 s)

@@ -1,6 +1,8 @@
 """A live demonstration on a real network (marker ``network``; in the lab VM where the
 kernel has no netem): L2's delay raised while a TCP flow and a ping run, and the ping's RTT
-follows within ``LIVE_FOLLOW_S`` without the flow being restarted.
+follows within ``LIVE_FOLLOW_S`` without the flow being restarted; the same on
+``dumbbell``, whose bottleneck ``B`` joins two switches (its ports shaped, sampled and
+changed in the lab's own namespace).
 
 The expected RTTs come from the kit's calculator; the tolerances from
 :mod:`labtools.judge.policy`. The TCP flow is held to a small window so that it loads
@@ -26,6 +28,7 @@ SMALL_WINDOW_BYTES = 16_384
 #: late enough for the flow to be sampled before it under software emulation (the first
 #: samples of a loaded node came 10-14 s after the start there)
 CHANGE = "18s L2 delay_ms=40"
+SWITCH_CHANGE = "18s B delay_ms=30"
 DURATION_S = 32.0
 
 
@@ -39,13 +42,35 @@ def demo(tmp_path_factory):
         yield live
 
 
+@pytest.fixture(scope="module")
+def switch_demo(tmp_path_factory):
+    db = tmp_path_factory.mktemp("results") / "lab.sqlite"
+    with LabSession("dumbbell", results=db, case="test-live", calibrate=False) as lab:
+        live = LiveDemo(lab, [FlowSpec("tcp", "a1", "b1", window_bytes=SMALL_WINDOW_BYTES),
+                              FlowSpec("ping", "a1", "b1")], duration_s=DURATION_S)
+        live.run(DURATION_S, [parse_change(SWITCH_CHANGE)])
+        yield live
+
+
 def test_the_rtt_follows_a_delay_change_within_two_seconds(demo):
+    _follows(demo, CHANGE, "h1", "h4")
+
+
+def test_a_link_between_switches_changes_and_its_queue_is_sampled(switch_demo):
+    queues = [e.values["links"]["B"] for e in switch_demo.events if e.kind == "sample"
+              if "B" in e.values["links"]]
+    assert queues and queues[0]["node"] == "s1", queues[:1]
+    assert any(q["sent_mbps"] for q in queues), queues  # the flow's bytes left s1's port
+    _follows(switch_demo, SWITCH_CHANGE, "a1", "b1")
+
+
+def _follows(demo, text, src, dst):
     change = next(e for e in demo.events if e.kind == "change")
     assert "refused" not in change.values, change.values
-    old = expect_pair(demo.lab.topo, "h1", "h4").rtt_ms
-    new = expect_pair(changed_topology(demo.lab.topo, parse_change(CHANGE)), "h1", "h4").rtt_ms
+    old = expect_pair(demo.lab.topo, src, dst).rtt_ms
+    new = expect_pair(changed_topology(demo.lab.topo, parse_change(text)), src, dst).rtt_ms
     replies = [(at, rtt) for e in demo.events if e.kind == "sample"
-               for at, rtt in e.values["pings"]["ping h1>h4"]]
+               for at, rtt in e.values["pings"][f"ping {src}>{dst}"]]
     follow = rtt_follow(replies, change.values["asked_t_s"], old, new)
     interval = demo.median_interval_s()
     print(f"samples every {interval} s (median of {len(demo.intervals_s)}); {follow.describe()}")

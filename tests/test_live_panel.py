@@ -120,6 +120,19 @@ def test_the_figure_marks_changes_and_a_slow_machine_gets_points_and_its_numbers
     assert rtt.lines[0].get_linestyle() == "None" and rtt.lines[0].get_marker() == "o"
 
 
+def test_a_long_slow_note_is_wrapped_within_the_figure():
+    """The note the panel showed in the lab VM (tests/walk_demo.py, software emulation)."""
+    note = ("samples every 2.6 s (the last 5: 2.6, 2.9, 3.1, 2.5, 2.6 s): this machine is too "
+            "slow for a live demo (it needs one every 1 s, at most 1.5 s apart)")
+    fig = demo_figure(events(), note)
+    title = fig._suptitle
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    assert title.get_window_extent(renderer).width <= fig.bbox.width
+    assert title.get_text().split() == note.split()
+
+
 def test_a_slow_machine_is_named_in_the_panel():
     slow = LivePanel(Lab(), make_demo=lambda lab, chosen: Demo("samples every 2.8 s: slow"))
     slow.start()

@@ -9,13 +9,16 @@ import pytest
 from labtools.errors import InputError, TopologyError
 from labtools.judge import policy
 from labtools.lab.live_plan import (
+    SWITCHES,
     FlowSpec,
     KnobChange,
     changed_topology,
     expectations,
     parse_change,
     rtt_follow,
+    site,
     tc_change_lines,
+    watched_ends,
 )
 from labtools.lab.live_presets import PRESETS, preset
 from labtools.lab.netplan import link_devices, tc_lines
@@ -73,6 +76,28 @@ def test_the_delay_change_is_the_command_that_was_run_in_the_lab_vm():
     lines = tc_change_lines(before, after, dev)
     netem = next(line for line in lines if "netem" in line)
     assert " ".join(netem) in meta
+
+
+def test_the_sending_end_of_each_shaped_link_a_data_flow_crosses_is_watched_once():
+    flows = [FlowSpec("tcp", "h1", "h4"), FlowSpec("udp", "h1", "h4", rate_mbps=5),
+             FlowSpec("tcp", "h4", "h1"), FlowSpec("ping", "h7", "h8")]
+    sending = [(lk.label, *min(link_devices(PORTFOLIO, lk), key=lambda end: order.index(end[0])))
+               for f, order in ((f, expect.path(PORTFOLIO, f.src, f.dst).nodes) for f in flows
+                                if f.kind != "ping")
+               for lk in expect.path(PORTFOLIO, f.src, f.dst).links if lk.shaped]
+    got = watched_ends(PORTFOLIO, flows)
+    assert got == list(dict.fromkeys(sending))  # each end once, the flows' order
+    assert {end[1] for end in got} == {"r1", "r2", "r3"}  # both directions: both ends of L2
+    assert all(site(PORTFOLIO, node) == node for _, node, _ in got)
+
+
+def test_a_link_between_switches_is_watched_at_its_sending_port_beside_the_switches():
+    dumbbell = load_topology("dumbbell")
+    (label, node, dev), = watched_ends(dumbbell, [FlowSpec("tcp", "a1", "b1")])
+    assert (label, node) == ("B", "s1") and dev in dict(link_devices(dumbbell,
+                                                                      dumbbell.link("B"))).values()
+    assert site(dumbbell, node) == SWITCHES and site(dumbbell, "a1") == "a1"
+    assert watched_ends(dumbbell, [FlowSpec("ping", "a1", "b1")]) == []
 
 
 def test_a_rate_change_changes_the_htb_class_tc_lines_made():

@@ -11,10 +11,10 @@ from contextlib import contextmanager
 
 import pytest
 
-from labtools.errors import InputError, ToolError, TopologyError
+from labtools.errors import InputError, ToolError
 from labtools.judge import policy
 from labtools.lab.live import FIRST_PORT, LiveDemo
-from labtools.lab.live_plan import FlowSpec, parse_change
+from labtools.lab.live_plan import SWITCHES, FlowSpec, changed_topology, parse_change
 from labtools.lab.live_readers import PingReader, read_blocks, sampler_argv
 from labtools.lab.processes import ToolOutput
 from labtools.model import expect
@@ -63,6 +63,12 @@ class Lab:
     def run(self, node, argv, timeout_s):
         self.ran.append((node, argv))
         return ToolOutput("", 0)
+
+    def start_beside_switches(self, argv):
+        return self.start_process(SWITCHES, argv)
+
+    def run_beside_switches(self, argv, timeout_s):
+        return self.run(SWITCHES, argv, timeout_s)
 
 
 class Fixed:
@@ -136,13 +142,31 @@ def test_a_change_runs_tc_on_both_ends_and_redraws_what_is_expected(demo):
     assert kinds == ["start", "flow", "flow", "change", "change"]
 
 
-def test_a_failed_tc_is_a_tool_error_and_a_switch_link_is_refused(demo, tmp_path):
+def test_a_failed_tc_is_a_tool_error(demo):
     demo.lab.run = lambda node, argv, timeout_s: ToolOutput("RTNETLINK answers: nope", 2)
     with pytest.raises(ToolError, match="RTNETLINK answers: nope"):
         demo.change(parse_change("0s L1 bw_mbps=5"))
-    dumbbell = LiveDemo(Lab("dumbbell", tmp_path), [FlowSpec("ping", "a1", "b1")])
-    with pytest.raises(TopologyError, match="ends on a switch"):
-        dumbbell.change(parse_change("0s B delay_ms=5"))
+
+
+def test_a_link_between_switches_is_sampled_and_changed_beside_the_switches(tmp_path):
+    lab = Lab("dumbbell", tmp_path)
+    live = LiveDemo(lab, [FlowSpec("tcp", "a1", "b1"), FlowSpec("ping", "a1", "b1")])
+    assert live.watched == [("B", "s1", "s1-eth1")]  # Mininet's name of s1's first port
+    live.start()
+    assert (SWITCHES, sampler_argv(True, False, policy.LIVE_SAMPLE_INTERVAL_S)) in lab.started
+    assert ("a1", sampler_argv(False, True, policy.LIVE_SAMPLE_INTERVAL_S)) in lab.started
+    for flow in live.flows:
+        live.start_flow(flow)
+    done = live.change(parse_change("3s B delay_ms=30 bw_mbps=5"))
+    assert [(where, argv[:3], argv[4]) for where, argv in lab.ran] == [
+        (SWITCHES, ["tc", "class", "change"], "s1-eth1"),
+        (SWITCHES, ["tc", "qdisc", "replace"], "s1-eth1"),
+        (SWITCHES, ["tc", "class", "change"], "s2-eth1"),
+        (SWITCHES, ["tc", "qdisc", "replace"], "s2-eth1")]
+    changed = changed_topology(lab.topo, parse_change("0s B delay_ms=30 bw_mbps=5"))
+    assert done["expected"]["ping a1>b1"]["rtt_ms"] == pytest.approx(
+        expect.expect_pair(changed, "a1", "b1").rtt_ms)
+    live.stop()
 
 
 def test_a_slow_machine_is_named_with_its_numbers(demo):

@@ -96,6 +96,8 @@ def test_a_batched_network_runs_and_leaves_nothing(tmp_path, htb, qdisc):
         assert ipv6.communicate()[0].strip() == "1"  # the node's own, set by its script
         qdiscs = backend.run_beside_switches(["tc", "qdisc", "show", "dev", "s1-eth1"])
         assert qdisc in qdiscs, qdiscs
+        started = backend.popen_beside_switches(["tc", "qdisc", "show", "dev", "s1-eth1"])
+        assert started.communicate()[0] == qdiscs  # a live demonstration's way there
         assert "s1" in backend.run_beside_switches(["ip", "-br", "link", "show", "type", "bridge"])
         assert "s1" not in _ip("-br", "link", "show", "type", "bridge")  # the lab's sandbox's
     finally:

@@ -7,12 +7,16 @@ Not a test of the suite (minutes under software emulation): a script run before 
 The instructor's lab started as `make lab` starts it (``LABTOOLS_MODE=instructor
 scripts/lab.sh``: in the lab VM where this kernel cannot delay packets), a notebook that
 starts the reference network and shows ``LivePanel(lab)``, opened in headless Chromium; its
-cells run one by one (Shift+Enter), the preset started with the panel's Start button, L2's
-delay slider moved with the keyboard while the flows run, Stop pressed, and a last cell
-reads the demonstration back from the results store. Kept in ``--out``: screenshots after
-the start, after the change and at the end, the notebook as the browser saved it, and
-``demo.json`` (the panel's status line, how many times its plot was redrawn, the events by
-kind and the changes recorded).
+cells run one by one (Shift+Enter), the preset started with the panel's Start button, L1's
+delay slider moved with the keyboard ``--change-after-s`` seconds later, while the preset
+still runs, Stop pressed once it has ended, and a last cell reads the demonstration back
+from the results store: the slider's change with its time, whether the panel marked it,
+the samples before and after it (with the knob they saw) and how the ping's RTT followed
+(:func:`labtools.lab.live_plan.rtt_follow`), and the sampling's numbers (the panel's "too
+slow" note where it could not keep up). Kept in ``--out``: screenshots after the start,
+after the change and at the end, the notebook as the browser saved it, and ``demo.json``
+(the panel's status line, how many times its plot was redrawn, when the slider moved, and
+the last cell's lines).
 """
 
 from __future__ import annotations
@@ -31,17 +35,55 @@ from page_reading import read_page, wait_for  # noqa: E402
 from walk_labs import READY_TIMEOUT_S, browser, save_and_stop, wait_kernel_idle  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+#: the last cell: the demonstration as the store has it, the slider's change and what
+#: followed it
+READ_BACK = """\
+from labtools.lab.live_plan import rtt_follow
+from labtools.teach.live_panel import series
+
+demo = panel.demo
+events = lab.store.live_events(demo_id=demo.demo_id)
+print("events by kind:", {k: sum(e.kind == k for e in events) for k in sorted({e.kind for e in events})})
+changes = [e for e in events if e.kind == "change"]
+print("changes:", [(e.t_s, e.values.get("text"), e.values.get("refused")) for e in changes])
+print("marked in the plots:", series(events)["changes"])
+moved = [e for e in changes if "delay_ms" in e.values.get("knobs", {})]
+samples = [e for e in events if e.kind == "sample"]
+print(f"samples: {len(samples)}, median interval {demo.median_interval_s()} s, "
+      f"intervals {[round(g, 1) for g in demo.intervals_s]}")
+print("too slow note:", demo.slow_note())
+if not moved:
+    print("the slider's change was not recorded")
+else:
+    first, last = moved[0], moved[-1]
+    link, knob = last.values["link"], "delay_ms"
+    before = [e for e in samples if e.t_s < first.t_s]
+    after = [e for e in samples if e.t_s > last.t_s]
+    print(f"slider: {len(moved)} changes " + ", ".join(
+        f"{e.values['text']} (asked {e.values['asked_t_s']:.2f} s, applied {e.t_s:.2f} s)"
+        for e in moved))
+    print(f"samples before {len(before)} (last at {before[-1].t_s if before else '-'} s), "
+          f"after {len(after)} (first at {after[0].t_s if after else '-'} s)")
+    print(f"{link} {knob} in the samples after it:",
+          sorted({e.values["knobs"][link][knob] for e in after}))
+    flow = next(iter(last.values["expected"]), None)
+    old = before[-1].values["expected"].get(flow, {}).get("rtt_ms") if before else None
+    if flow is not None and old is not None:
+        new = last.values["expected"][flow]["rtt_ms"]
+        replies = [(at, rtt) for e in samples for label, got in e.values["pings"].items()
+                   for at, rtt in got]
+        print(rtt_follow(replies, first.values["asked_t_s"], old, new).describe())
+        print("other changes meanwhile:", [e.values.get("text") for e in changes
+                                           if e not in moved and e.t_s > first.t_s])
+lab.stop()
+"""
 CELLS = [
     "from labtools.lab.session import LabSession\n"
     "lab = LabSession(\"portfolio\", results=\"results/labtools.sqlite\")\n"
     "lab.start()",
     "from labtools.teach.live_panel import LivePanel\n"
     "panel = LivePanel(lab, preset=PRESET)\npanel",
-    "events = lab.store.live_events()\n"
-    "print(\"events by kind:\", {k: sum(e.kind == k for e in events) for k in "
-    "sorted({e.kind for e in events})})\n"
-    "print(\"changes:\", [e.values.get(\"text\") for e in events if e.kind == \"change\"])\n"
-    "lab.stop()",
+    READ_BACK,
 ]
 CELL_TIMEOUT_S = 900
 
@@ -130,7 +172,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--preset", default="bufferbloat")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "walk-demo")
-    parser.add_argument("--watch-s", type=float, default=60.0)
+    parser.add_argument("--change-after-s", type=float, default=15.0,
+                        help="seconds after Start when the slider moves (the presets run "
+                        "40-50 s)")
+    parser.add_argument("--watch-s", type=float, default=45.0,
+                        help="seconds the panel is watched after the slider moved")
     args = parser.parse_args()
     args.out = args.out.resolve()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -150,8 +196,10 @@ def main() -> int:
             found["start_network_s"] = round(run_cell(driver, 0))
             found["show_panel_s"] = round(run_cell(driver, 1))
             click_button(driver, "Start")
-            found["redraws_before_change"] = len(redraws(driver, args.watch_s))
+            started = time.monotonic()
+            found["redraws_before_change"] = len(redraws(driver, args.change_after_s))
             driver.save_screenshot(str(args.out / "1-started.png"))
+            found["slider_moved_s"] = round(time.monotonic() - started, 1)
             move_slider(driver, "delay ms", 20)
             found["redraws_after_change"] = len(redraws(driver, args.watch_s))
             driver.save_screenshot(str(args.out / "2-changed.png"))
@@ -164,7 +212,10 @@ def main() -> int:
     finally:
         driver.quit()
         saved = json.loads((args.out / name).read_text())
-        found["last_cell"] = ["".join(o.get("text", "")) for o in saved["cells"][-1]["outputs"]]
+        read_back = next((c for c in saved["cells"] if "rtt_follow" in "".join(c["source"])),
+                         {"outputs": []})
+        found["last_cell"] = "".join("".join(o.get("text", "")) for o in read_back["outputs"]
+                                     ).splitlines()
         (args.out / "demo.json").write_text(json.dumps(found, indent=1))
         print(json.dumps(found, indent=1))
     return 0

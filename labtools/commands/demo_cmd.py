@@ -2,6 +2,7 @@
 
     labtools demo bufferbloat
     labtools demo bdp --change "5s L2 delay_ms=40" --change "20s L2 delay_ms=5" --duration-s 30
+    labtools demo --export last --out handout/bufferbloat.ipynb
 
 Starts the preset's network and flows (:mod:`labtools.lab.live_presets`), applies its
 timed knob changes (or those given with ``--change``, which replace the preset's own: ``Ns
@@ -12,6 +13,11 @@ ping's RTTs, with the values the kit expects now, redrawn after each change. Eve
 is saved in the results store (``live_events``). A machine too slow to sample once a
 second is told so, with its numbers. Where this kernel cannot emulate links, the command
 re-runs itself inside the lab VM (``labtools vm``), as ``labtools run`` does.
+
+``--export DEMO --out NAME.ipynb`` hands a recorded demonstration out (``DEMO``: ``last``,
+its id, or the beginning of it, as the rehearsal prints it): a notebook without outputs
+that draws it again from ``NAME.sqlite`` beside it, and ``NAME.csv`` with the same points
+(:mod:`labtools.teach.live_export`). No network is started.
 
 For instructors: it shows expected values (refused in a student's lab).
 """
@@ -38,7 +44,8 @@ def add_parser(sub: Any) -> None:
         description="Run a live demonstration's preset on a real network without a browser: "
         "flows start, links change while they run, and the queue, RTT and rates are printed "
         "and saved every second.")
-    p.add_argument("preset", choices=list(PRESETS), metavar="PRESET", help=", ".join(PRESETS))
+    p.add_argument("preset", nargs="?", choices=list(PRESETS), metavar="PRESET",
+                   help=", ".join(PRESETS))
     p.add_argument("--change", action="append", default=[], metavar="'Ns LINK knob=value'",
                    type=options.text,
                    help="a timed change (repeatable; replaces the preset's own), e.g. "
@@ -47,6 +54,11 @@ def add_parser(sub: Any) -> None:
                    help="seconds the demonstration runs (default: the preset's)")
     p.add_argument("--results", default="results/labtools.sqlite", metavar="PATH",
                    type=options.text, help="results store (default results/labtools.sqlite)")
+    p.add_argument("--export", metavar="DEMO", type=options.text,
+                   help="instead of running: hand out the recorded demonstration DEMO (last, "
+                   "or its id) as a notebook (--out), with its results file and a CSV beside")
+    p.add_argument("--out", metavar="NAME.ipynb", type=options.path,
+                   help="the notebook --export writes (NAME.sqlite and NAME.csv beside it)")
     p.set_defaults(handler=run)
 
 
@@ -61,6 +73,11 @@ def run(args: argparse.Namespace) -> int:
     from labtools.system.vm import run_in_vm
 
     options.instructors_only("demo")
+    if args.export is not None or args.out is not None:
+        return _export(args)
+    if args.preset is None:
+        raise InputError("labtools demo: name a PRESET to run, or --export a recorded "
+                         "demonstration with --out NAME.ipynb")
     chosen = preset(args.preset)
     changes = [parse_change(c) for c in args.change] if args.change else list(chosen.changes)
     duration_s = args.duration_s if args.duration_s is not None else chosen.duration_s
@@ -74,6 +91,22 @@ def run(args: argparse.Namespace) -> int:
         return run_in_vm([sys.executable, "-m", "labtools.cli", *args.argv],
                          rwdirs=[Path(args.results).resolve().parent])
     return _rehearse(chosen, changes, duration_s, args.results)
+
+
+def _export(args: argparse.Namespace) -> int:
+    """``--export DEMO --out NAME.ipynb``: write the handout (no network)."""
+    from labtools.errors import InputError
+    from labtools.results.store import ResultStore
+    from labtools.teach.live_export import export_demo
+
+    if args.export is None or args.out is None or args.preset is not None:
+        raise InputError("labtools demo --export DEMO --out NAME.ipynb: both, and no PRESET "
+                         "(exporting runs nothing)")
+    done = export_demo(ResultStore(args.results, create=False), args.export, args.out)
+    print(f"demonstration {done.demo_id} ({done.events} events) handed out as {done.notebook}, "
+          f"reading {done.results.name} (its results) and {done.table.name} (its points) "
+          "beside it")
+    return 0
 
 
 def _rehearse(chosen: Any, changes: Any, duration_s: float, results: str) -> int:

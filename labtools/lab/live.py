@@ -11,8 +11,12 @@ them, and the queue, the RTT and the rates sampled about once a second.
 Flows start without blocking (iperf3 TCP or UDP with a long ``-t``, ``ping -D -i 0.2``).
 A knob change (:meth:`LiveDemo.change`) runs ``tc class change`` / ``tc qdisc replace`` on
 both ends of the link (:func:`labtools.lab.live_plan.tc_change_lines`): the flows keep
-running. A sample (:meth:`LiveDemo.sample`) holds, for each shaped link a data flow
-crosses, the backlog of its sending end's queue (packets, bytes), the rate it sent and its
+running. A link's end on a switch is the switch's port, shaped where Mininet's ``TCLink``
+shapes it: beside the switches (the lab's own namespace; the machine's with Open vSwitch),
+where one more sampler reads every watched port's queue.
+
+A sample (:meth:`LiveDemo.sample`) holds, for each shaped link a data flow crosses, the
+backlog of its sending end's queue (packets, bytes), the rate it sent and its
 drops since the last sample (:mod:`labtools.tools.tc_stats`); for each TCP flow its cwnd,
 RTT and rate from ``ss -tin`` on its sender (:mod:`labtools.tools.parsers.ss`; the rate
 from ``bytes_acked``); each ping's replies with their own times; and the values the kit
@@ -34,22 +38,25 @@ import uuid
 from contextlib import ExitStack
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from labtools.errors import LabtoolsError, ParseError, ToolError, TopologyError
+from labtools.errors import LabtoolsError, ParseError, ToolError
 from labtools.judge import policy
 from labtools.lab.live_plan import (
+    SWITCHES,
     FlowSpec,
     KnobChange,
     changed_topology,
     expectations,
     shaped_knobs,
+    site,
     tc_change_lines,
+    watched_ends,
 )
 from labtools.lab.live_readers import NodeBlock, NodeSampler, PingReader, sampler_argv
 from labtools.lab.netplan import link_devices
 from labtools.lab.processes import last_line, terminate
 from labtools.lab.session import LabSession
 from labtools.model.expect import path
-from labtools.model.topology import SWITCH, Topology
+from labtools.model.topology import Topology
 from labtools.results.live_events import LiveEvent
 from labtools.tools import args as toolargs
 from labtools.tools.parsers.ss import parse as parse_ss
@@ -98,34 +105,27 @@ class LiveDemo:
         self._used: Dict[str, NodeBlock] = {}
         self._intervals: List[float] = []
         self._requests: "queue.Queue[KnobChange]" = queue.Queue()
-        self.watched = self._watched_ends()
+        #: the sending end of every shaped link a data flow crosses (a switch's port too)
+        self.watched: List[Watched] = watched_ends(self.topo, self.flows)
 
     # --- starting and stopping ---------------------------------------------------------
-    def _watched_ends(self) -> List[Watched]:
-        """The sending end of every shaped link a TCP or UDP flow crosses."""
-        found: Dict[Tuple[str, str], Watched] = {}
-        for flow in self.flows:
-            if flow.kind == "ping":
-                continue
-            info = path(self.topo, flow.src, flow.dst)
-            for link in info.links:
-                if not link.shaped:
-                    continue
-                ends = link_devices(self.topo, link)
-                node, dev = min(ends, key=lambda end: info.nodes.index(end[0]))
-                if self.topo.node(node).kind != SWITCH:
-                    found[(node, dev)] = (link.label, node, dev)
-        return list(found.values())
+    def _start_at(self, where: str, argv: List[str]) -> Any:
+        """Start ``argv`` on node ``where``, or beside the switches (:data:`SWITCHES`)."""
+        if where == SWITCHES:
+            return self.lab.start_beside_switches(argv)
+        return self.lab.start_process(where, argv)
 
     def start(self) -> None:
-        """Start the nodes' samplers and record the start (the links and the flows)."""
+        """Start the samplers (one per node, one for every switch port) and record the
+        start (the links and the flows)."""
         self.t0 = time.time()
+        queues = {site(self.topo, n) for _, n, _ in self.watched}
         senders = {f.src for f in self.flows if f.kind == "tcp"}
-        for node in sorted({n for _, n, _ in self.watched} | senders):
-            proc = self.lab.start_process(node, sampler_argv(
-                any(n == node for _, n, _ in self.watched), node in senders, self.interval_s))
+        for where in sorted(queues | senders):
+            proc = self._start_at(where, sampler_argv(where in queues, where in senders,
+                                                      self.interval_s))
             self._procs.append(proc)
-            self._samplers[node] = NodeSampler(node, proc)
+            self._samplers[where] = NodeSampler(where, proc)
         links = {lk.label: shaped_knobs(lk) for lk in self.topo.links if lk.shaped}
         self._record("start", {"flows": [f.label for f in self.flows], "links": links,
                                "watched": [list(w) for w in self.watched],
@@ -170,28 +170,26 @@ class LiveDemo:
         self._requests.put(change)
 
     def change(self, change: KnobChange) -> Dict[str, Any]:
-        """Apply ``change`` to the running network now (both ends of its link), record it
-        with its time and the values now expected; returns what was recorded.
+        """Apply ``change`` to the running network now (both ends of its link: a node's
+        interface in the node, a switch's port beside the switches), record it with its
+        time and the values now expected; returns what was recorded.
 
         Raises:
-            TopologyError: the link cannot take it (:func:`changed_topology`), or one of
-                its ends is a switch's port (the demonstration changes links between
-                hosts and routers).
+            TopologyError: the link cannot take it (:func:`changed_topology`).
+            ToolError: ``tc`` failed on one end.
         """
         asked = time.time()
         new_topo = changed_topology(self.topo, change)
         before, after = self.topo.link(change.link), new_topo.link(change.link)
         built = self.lab.topo.link(change.link)
         knobs = {k for k, _ in change.values}
-        ends = link_devices(self.lab.topo, built)
-        if any(self.lab.topo.node(node).kind == SWITCH for node, _ in ends):
-            raise TopologyError(f"link {change.link} ends on a switch: the live demonstration "
-                                "changes links between hosts and routers")
-        for node, dev in ends:
+        for node, dev in link_devices(self.lab.topo, built):
+            where = site(self.lab.topo, node)
             for argv in tc_change_lines(before, after, dev):
                 netem = "netem" in argv
                 if (netem and knobs & set(_KNOB_NETEM)) or (not netem and "bw_mbps" in knobs):
-                    done = self.lab.run(node, argv, CHANGE_TIMEOUT_S)
+                    done = (self.lab.run_beside_switches(argv, CHANGE_TIMEOUT_S)
+                            if where == SWITCHES else self.lab.run(node, argv, CHANGE_TIMEOUT_S))
                     if done.exit_status != 0:
                         raise ToolError(f"{' '.join(argv)} on {node} failed "
                                         f"({done.describe_status()}): {last_line(done.text)}")
@@ -233,7 +231,7 @@ class LiveDemo:
     def _links(self, blocks: Dict[str, Optional[NodeBlock]]) -> Dict[str, Any]:
         out: Dict[str, Any] = {}
         for label, node, dev in self.watched:
-            now, before, dt = self._pair(blocks, node)
+            now, before, dt = self._pair(blocks, site(self.topo, node))
             if now is None:
                 continue
             try:

@@ -12,7 +12,9 @@ every topology is), from which :func:`expectations` redraws the expected values 
 becomes tc commands on the running network (:func:`tc_change_lines`): the same classes
 and qdiscs as :func:`labtools.lab.netplan.tc_lines` made them (Mininet's ``TCLink``
 handles), changed in place (``tc class change``, ``tc qdisc replace``), so the flows keep
-running and the packets waiting in the queue stay.
+running and the packets waiting in the queue stay. :func:`watched_ends` names the queue
+each data flow fills (the sending end of each shaped link it crosses) and :func:`site`
+where its commands run (a switch's port: beside the switches, :data:`SWITCHES`).
 
 A link keeps the shape it was built with: a rate can change on a link built with one, not
 be added to or taken from a link; delay, loss and the queue limit may be set on any
@@ -27,10 +29,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from labtools.errors import InputError, TopologyError
 from labtools.judge import policy
-from labtools.lab.netplan import tc_lines
+from labtools.lab.netplan import link_devices, tc_lines
 from labtools.model import expect
 from labtools.model.fairness import Flow, max_min_shares
-from labtools.model.topology import Link, Topology, mininet_link_params
+from labtools.model.topology import SWITCH, Link, Topology, mininet_link_params
 
 #: the knobs of a shaped link, with the type each takes
 KNOBS: Dict[str, type] = {"bw_mbps": float, "delay_ms": float, "loss_pct": float,
@@ -40,6 +42,8 @@ KNOBS: Dict[str, type] = {"bw_mbps": float, "delay_ms": float, "loss_pct": float
 NETEM_DEFAULT_LIMIT_PKTS = 1000
 #: the kinds of flow a demonstration starts
 FLOW_KINDS = ("tcp", "udp", "ping")
+#: where the switches' ports are: a live demonstration samples and changes them there
+SWITCHES = "(switches)"
 _CHANGE = re.compile(r"^\s*(?P<at>\d+(?:\.\d+)?)s\s+(?P<link>\S+)\s+(?P<knobs>.+?)\s*$")
 
 
@@ -145,6 +149,29 @@ def changed_topology(topo: Topology, change: KnobChange) -> Topology:
                             "on a running network")
     links = tuple(new if lk is link else lk for lk in topo.links)
     return Topology(topo.name, topo.nodes, links, dict(topo.params))
+
+
+def site(topo: Topology, node: str) -> str:
+    """Where a command on ``node``'s interfaces runs: in the node itself, or, for a switch,
+    :data:`SWITCHES` (every switch's ports are in the lab's own namespace, as Mininet's
+    ``TCLink`` shapes them in the machine's)."""
+    return SWITCHES if topo.node(node).kind == SWITCH else node
+
+
+def watched_ends(topo: Topology, flows: Sequence[FlowSpec]) -> List[Tuple[str, str, str]]:
+    """(link label, node, interface) of the sending end of every shaped link a TCP or UDP
+    flow of ``flows`` crosses (a switch's port included), each once, in the flows' order."""
+    found: Dict[Tuple[str, str], Tuple[str, str, str]] = {}
+    for flow in flows:
+        if flow.kind == "ping":
+            continue
+        info = expect.path(topo, flow.src, flow.dst)
+        for link in info.links:
+            if link.shaped:
+                node, dev = min(link_devices(topo, link),
+                                key=lambda end: info.nodes.index(end[0]))
+                found.setdefault((node, dev), (link.label, node, dev))
+    return list(found.values())
 
 
 def tc_change_lines(before: Link, after: Link, dev: str) -> List[List[str]]:

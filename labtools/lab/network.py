@@ -289,6 +289,17 @@ class MininetBackend:
             return _run(argv)
         return _run(self._sandbox.command(argv), name=argv[0], env=self._sandbox.env)
 
+    def popen_beside_switches(self, argv: List[str]) -> "subprocess.Popen[str]":
+        """Start ``argv`` where :meth:`run_beside_switches` runs it, without waiting (a
+        live demonstration's sampler, ``tc`` on a switch's port); as :meth:`popen`."""
+        if self._sandbox is None and self._net is None:
+            raise EnvironmentProblem("the lab network is not running")
+        command, env = ((argv, None) if self._sandbox is None
+                        else (self._sandbox.command(argv), self._sandbox.env))
+        return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, text=True, start_new_session=True,
+                                env=env)
+
     def pid(self, host: str) -> int:
         """PID of the shell that holds ``host``'s network namespace."""
         return int(self._node(host).pid)

@@ -220,6 +220,15 @@ class LabSession(LabBase, HostRunner):
         proc = self.start_process(host, argv)
         return wait_output(proc, argv, host, timeout_s)
 
+    def start_beside_switches(self, argv: List[str]) -> "subprocess.Popen[str]":
+        """Start ``argv`` where the lab's switch ports are (the sandbox's own namespace;
+        the machine's with Open vSwitch), without waiting: ``tc`` on ``s1-eth3``."""
+        return self._backend_or_fail().popen_beside_switches(argv)
+
+    def run_beside_switches(self, argv: List[str], timeout_s: float) -> ToolOutput:
+        """As :meth:`run`, where the lab's switch ports are (:meth:`start_beside_switches`)."""
+        return wait_output(self.start_beside_switches(argv), argv, "the switches", timeout_s)
+
     @contextmanager
     def server(self, host: str, argv: List[str], port: Optional[int] = None,
                udp: bool = False, wait: bool = True) -> Iterator["subprocess.Popen[str]"]:

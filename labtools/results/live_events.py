@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Sequence
 
-from labtools.errors import StoreError
+from labtools.errors import InputError, StoreError
 from labtools.results.columns import decode_json, decode_time
 from labtools.results.records import utc_now
 
@@ -79,3 +79,29 @@ def live_event_record(row: Dict[str, Any], where: str) -> LiveEvent:
         session_id=str(row["session_id"] or ""), case=str(row["case"] or ""),
         topology=str(row["topology"] or ""), recorded_at=str(row["recorded_at"]),
         id=int(row["id"]))
+
+
+#: what names the latest demonstration of a store (:func:`pick_demo`)
+LAST = "last"
+
+
+def pick_demo(starts: Sequence[LiveEvent], wanted: str) -> str:
+    """The id of the demonstration ``wanted`` names among those whose ``start`` events are
+    ``starts`` (a store's ``live_events(kind="start")``): :data:`LAST` (the latest
+    recorded), its id, or the beginning of its id when only one id begins so.
+
+    Raises:
+        InputError: no demonstration recorded, none named so, or several ids begin so.
+    """
+    if not starts:
+        raise InputError("no live demonstration is recorded in this results store")
+    if wanted == LAST:
+        return max(starts, key=lambda e: (e.recorded_at, e.id or 0)).demo_id
+    found = sorted({e.demo_id for e in starts if e.demo_id.startswith(wanted)})
+    if len(found) == 1 and wanted:
+        return found[0]
+    known = ", ".join(f"{e.demo_id[:8]} ({e.case or 'no case'}, {e.recorded_at[:19]})"
+                      for e in starts[-5:])
+    what = "several demonstrations" if len(found) > 1 else "no demonstration"
+    raise InputError(f"{what} with an id beginning {wanted!r}: name one by its id or "
+                     f"{LAST!r} (the latest: {known})")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import html
 import io
+import textwrap
 import threading
 import traceback
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence
@@ -52,6 +53,9 @@ SLIDER_MAX_LOSS_PCT = 10.0
 SLIDER_MAX_QUEUE_PKTS = min(2000, MAX_QUEUE_PKTS)
 SLIDER_RATE_FACTOR = 2.0
 ERROR_STYLE = "color:#b00020"
+#: characters of a line of the figure's title (the slow machine's note) at TITLE_PT on
+#: FIGSIZE: a longer note is wrapped, not cut at the figure's edges
+TITLE_LINE_CHARS = 90
 #: seconds the drawing thread waits for a new sample before it looks again
 REDRAW_WAIT_S = 0.25
 
@@ -133,7 +137,8 @@ def demo_figure(events: Sequence["LiveEvent"], slow_note: Optional[str] = None) 
     for ax, (title, unit, lines, expected) in zip(axes.flat, panels):
         _draw(ax, title, unit, lines, expected, data["changes"], points=slow_note is not None)
     if slow_note:
-        fig.suptitle(slow_note, fontsize=TITLE_PT, color="#b00020")
+        fig.suptitle(textwrap.fill(slow_note, TITLE_LINE_CHARS), fontsize=TITLE_PT,
+                     color="#b00020")
     fig.tight_layout()
     return fig
 
