@@ -187,6 +187,28 @@ def test_a_whole_run_starts_flows_applies_changes_samples_and_ends(tmp_path):
     assert live.lab.store.live_events(demo_id=live.demo_id)[-1].kind == "end"
 
 
+def test_a_burst_of_slow_changes_leaves_a_sample_between_each_two(tmp_path):
+    """Under emulation a change takes seconds (tc in a node); three asked at once are
+    applied one by one with a sample between, not in one block without samples."""
+    import time
+
+    lab = Lab(LINE, tmp_path)
+    live = LiveDemo(lab, [FlowSpec("ping", "h1", "h2")], interval_s=0.2)
+    applied = live.change
+
+    def slow_change(change):
+        time.sleep(0.3)  # longer than a sampling interval, as on a slow machine
+        return applied(change)
+
+    live.change = slow_change
+    burst = [parse_change(f"0.2s L1 delay_ms={d}") for d in (5, 10, 15)]
+    live.run(1.6, burst)
+    kinds = [e.kind for e in live.events if e.kind in ("change", "sample")]
+    changes = [i for i, kind in enumerate(kinds) if kind == "change"]
+    assert len(changes) == 3
+    assert all("sample" in kinds[a:b] for a, b in zip(changes, changes[1:])), kinds
+
+
 def test_a_refused_change_is_recorded_and_the_run_goes_on(tmp_path):
     lab = Lab(LINE, tmp_path)
     live = LiveDemo(lab, [FlowSpec("ping", "h1", "h2")], interval_s=0.2)

@@ -307,19 +307,30 @@ class LiveDemo:
         next_sample = self.t0 + self.interval_s
         try:
             while time.time() - self.t0 < duration_s and not (stop and stop.is_set()):
-                while todo and todo[0][0] <= time.time() - self.t0:
-                    _, _, item = todo.pop(0)
+                # one change (or flow start) at a time, a due sample between two: under
+                # emulation a change takes seconds, and a burst of them must not stop
+                # the samples
+                item = self._next_due(todo)
+                if item is not None:
                     self._do(item, on_change)
-                while not self._requests.empty():
-                    self._do(self._requests.get(), on_change)
                 if time.time() >= next_sample:
                     values = self.sample()
                     if on_sample is not None:
                         on_sample(values)
                     next_sample = max(next_sample + self.interval_s, time.time() + 0.05)
-                time.sleep(max(0.0, min(0.05, next_sample - time.time())))
+                if item is None:
+                    time.sleep(max(0.0, min(0.05, next_sample - time.time())))
         finally:
             self.stop()
+
+    def _next_due(self, todo: List[Tuple[float, int, Any]]) -> Any:
+        """The next timed item of ``todo`` that is due (taken out), else the next change
+        asked for with :meth:`request`, else None."""
+        if todo and todo[0][0] <= time.time() - self.t0:
+            return todo.pop(0)[2]
+        if not self._requests.empty():
+            return self._requests.get()
+        return None
 
     def _do(self, item: Any, on_change: Optional[Callable[[Dict[str, Any]], None]]) -> None:
         if isinstance(item, FlowSpec):
