@@ -32,16 +32,16 @@ test:
 
 test-notebooks: setup
 	LABTOOLS_QUICK=1 $(VENV)/bin/labtools vm --if-needed --env LABTOOLS_QUICK --timeout 3600 -- \
-	    $(abspath $(VENV))/bin/python -m pytest -q --durations=0 -m network tests/test_notebooks.py tests/test_widgets.py
+	    $(abspath $(VENV))/bin/python -m pytest -q --durations=0 -m network tests/teach/test_notebooks.py tests/teach/test_widgets.py
 
 test-timing: setup
 	LABTOOLS_QUICK=1 LABTOOLS_TIMING_ROUNDS=$(or $(ROUNDS),20) $(VENV)/bin/labtools vm --if-needed \
 	    --env LABTOOLS_QUICK --env LABTOOLS_TIMING_ROUNDS --timeout 7200 -- \
-	    $(abspath $(VENV))/bin/python -m pytest -q -m network tests/test_network_timing.py
+	    $(abspath $(VENV))/bin/python -m pytest -q -m network tests/lab/test_network_timing.py
 
 test-browser:
 	bash scripts/setup.sh --test
-	$(VENV)/bin/python -m pytest -q -s -m browser tests/test_browser.py tests/test_edition_lab.py
+	$(VENV)/bin/python -m pytest -q -s -m browser tests/test_browser.py tests/instructor/test_edition_lab.py
 
 check-provisioning:
 	bash scripts/setup.sh --test

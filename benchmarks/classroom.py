@@ -5,7 +5,7 @@ each costs, and what a course hub adds; what a class of 100 then needs.
    ordinary users (user ids of their own, through ``setpriv``) each start a lab of
    ``star,hosts=3,bw_mbps=50`` (no delay: it runs where the kernel has no netem) at the
    same moment, then all measure at the same moment: a ping (5 echoes 0.2 s apart) and a
-   2 s TCP transfer (iperf3), as tests/sandbox_lab.py does for the kit's tests. Per size:
+   2 s TCP transfer (iperf3), as tests/support/sandbox_lab.py does for the kit's tests. Per size:
    each lab's start (process start to running network, imports included), the ping and
    TCP results, the memory the N labs take (``MemAvailable`` before and while they run)
    and the CPU time the measuring took. A size whose labs fail or take more than
@@ -39,7 +39,7 @@ from common import RESULTS, ROOT, say, settled_available_mib, spread, write_json
 
 from labtools.system import procfs
 
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 sys.path.insert(0, str(ROOT / "deploy" / "hub"))
 
 PY = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").is_dir() else sys.executable

@@ -42,7 +42,7 @@ suite=bookworm
 mirror=${LABTOOLS_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 cache=${LABTOOLS_IMAGE_CACHE:-/var/cache/labtools/images}
 # This host's extra certificate authorities and pip setting go into the base (as into the
-# lab VM's test systems, tests/system_images.py): where the way out to PyPI is a proxy
+# lab VM's test systems, tests/support/system_images.py): where the way out to PyPI is a proxy
 # with a certificate of its own, pip in the build trusts what pip here trusts.
 trust_files=$(ls /usr/local/share/ca-certificates/*.crt /etc/pip.conf 2>/dev/null || true)
 trust_key=$(for f in $trust_files; do printf '%s\0' "${f#/}"; cat "$f"; done | sha256sum | cut -c1-8)

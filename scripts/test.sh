@@ -17,7 +17,7 @@
 #     1-2: mostly downloads), JupyterHub with students and an instructor in headless
 #     Chromium, run while the provisioning check finishes; the Kubernetes pod checks.
 #  7. nothing left behind: `labtools clean --dry-run` finds no more than before the run.
-# The unit tests run beside a stream of short processes (tests/process_churn.py), as on a
+# The unit tests run beside a stream of short processes (tests/support/process_churn.py), as on a
 # busy machine. LABTOOLS_SKIP="system browser hub" leaves stages out (say so in what you report).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -63,7 +63,7 @@ report() {
     stop_job "$hub_prep_pid" "the hub's image build still running in the background"
     if [ -d results/junit ]; then
         echo "== where the time went: the slowest tests of each stage =="
-        "$py" tests/slowest_tests.py results/junit 6 || true
+        "$py" tests/support/slowest_tests.py results/junit 6 || true
     fi
     echo "== time per stage =="
     printf '%s\n' "${timings[@]}"
@@ -77,7 +77,7 @@ export PATH="$venv/bin:$PATH"
 # what `labtools clean` would remove before the run: the run's end checks it left no more
 mkdir -p results
 rm -rf results/junit  # this run's only (the slowest tests, printed at the end)
-$py tests/leftover_check.py before results/leftovers-before.json
+$py tests/support/leftover_check.py before results/leftovers-before.json
 stage_end
 
 if [[ "$skip" != *" system "* ]]; then
@@ -94,7 +94,7 @@ if [[ "$skip" != *" hub "* ]]; then
     echo "== the course hub's packages and lab image: started in the background =="
     t_hub_prep=$(date +%s)
     mkdir -p results/hub
-    $py tests/hub_machine.py prepare results/hub > results/hub/prepare.out 2>&1 &
+    $py tests/support/hub_machine.py prepare results/hub > results/hub/prepare.out 2>&1 &
     hub_prep_pid=$!
 fi
 
@@ -105,7 +105,7 @@ stage_end
 
 stage_start "unit tests (beside short processes that start and end all the time)"
 # a busy machine: a test that reads /proc of a process that exits meanwhile fails here
-$py tests/process_churn.py --pause-ms 25 > results/process-churn.out &
+$py tests/support/process_churn.py --pause-ms 25 > results/process-churn.out &
 churn_pid=$!
 status=0
 # in parallel, as `make unit` (pytest-xdist: 2 workers on the 2-core CI machine)
@@ -117,8 +117,8 @@ cat results/process-churn.out
 stage_end
 
 stage_start "grading with the real nbgrader (release, autograde, feedback, export)"
-$py -m pytest -q -m grading --junitxml=results/junit/2-grading.xml tests/test_grading.py tests/test_class_grading.py \
-    tests/test_grading_lab7.py
+$py -m pytest -q -m grading --junitxml=results/junit/2-grading.xml tests/instructor/test_grading.py tests/instructor/test_class_grading.py \
+    tests/instructor/test_grading_lab7.py
 stage_end
 
 if [ -n "$hub_prep_pid" ]; then
@@ -130,14 +130,14 @@ if [ -n "$hub_prep_pid" ]; then
     timings+=("$(printf '%5d s  %s' $(( $(date +%s) - t_hub_prep )) \
         "the hub's packages and lab image (in the background from the start)")")
     [ "$status" = 0 ] || { tail -30 results/hub/prepare.log; exit "$status"; }
-    $py -m pytest -q -s -m hub --junitxml=results/junit/3-hub.xml tests/test_hub.py \
-        tests/test_lab_container.py tests/test_k8s.py
+    $py -m pytest -q -s -m hub --junitxml=results/junit/3-hub.xml tests/deploy/test_hub.py \
+        tests/deploy/test_lab_container.py tests/deploy/test_k8s.py
     stage_end
 fi
 
 # still beside the provisioning check: nothing here judges how fast the machine is
 stage_start "the VM runner: a real boot, and a notebook's kernel in the lab VM (marker vm)"
-$py -m pytest -q -m vm --junitxml=results/junit/4-vm.xml tests/test_vm.py tests/test_vm_kernel.py
+$py -m pytest -q -m vm --junitxml=results/junit/4-vm.xml tests/system/test_vm.py tests/system/test_vm_kernel.py
 stage_end
 
 if [ -n "$provision_pid" ]; then
@@ -154,12 +154,12 @@ fi
 stage_start "real-network tests and the solution notebooks, executed on real networks"
 # Only these files are imported in the VM (importing the others costs minutes under
 # emulation). The notebooks run with LABTOOLS_QUICK=1 (shorter pings and UDP runs).
-judging_files=(tests/test_network.py tests/test_network_queues.py tests/test_network_cleanup.py
-               tests/test_live_network.py)
+judging_files=(tests/lab/test_network.py tests/lab/test_network_queues.py tests/lab/test_network_cleanup.py
+               tests/lab/test_live_network.py)
 # the rest in two halves of about the same time: the measurement panel's runs and the
 # solution notebooks 04 02 01 and any added later (about 500 + 100 s in a lab VM of one
 # CPU beside the other half); 06 07 03 00 05 (about 560 s)
-other_files=(tests/test_notebooks.py tests/test_widgets.py)
+other_files=(tests/teach/test_notebooks.py tests/teach/test_widgets.py)
 second_half="06 or 07 or 03 or 00 or 05"
 halves=("not ($second_half)" "$second_half")
 export LABTOOLS_QUICK=1
@@ -201,10 +201,10 @@ if [[ "$skip" != *" browser "* ]]; then
     stage_start "the browser test: make lab's JupyterLab in headless Chromium; the student edition's make lab"
     $py -m pytest -q -s -m browser --junitxml=results/junit/6-browser.xml tests/test_browser.py
     $py -m pytest -q -s -m browser --junitxml=results/junit/6-edition.xml \
-        tests/test_edition_lab.py
+        tests/instructor/test_edition_lab.py
     stage_end
 fi
 
 stage_start "nothing left behind (labtools clean --dry-run as before the run)"
-$py tests/leftover_check.py after results/leftovers-before.json
+$py tests/support/leftover_check.py after results/leftovers-before.json
 stage_end

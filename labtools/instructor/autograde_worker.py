@@ -106,7 +106,7 @@ class SchemasCheckedOnce:
 
 
 #: the nbgrader versions the two shortcuts (:func:`check_schemas_once`, one application
-#: reused by :func:`grade_one`) were checked against: tests/test_autograde_worker.py runs
+#: reused by :func:`grade_one`) were checked against: tests/instructor/test_autograde_worker.py runs
 #: them beside nbgrader's own path with the installed version (pyproject.toml bounds it)
 SHORTCUT_VERSIONS = ("0.9.",)
 

@@ -16,7 +16,7 @@ printed for each submission is kept in ``autograde-log/ASSIGNMENT/STUDENT.log`` 
 course folder.
 
 The gradebook ends as a serial run leaves it: the same students, submissions, scores and
-comments (``tests/test_class_grading.py`` compares the two).
+comments (``tests/instructor/test_class_grading.py`` compares the two).
 """
 
 from __future__ import annotations

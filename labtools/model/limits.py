@@ -50,7 +50,7 @@ MAX_QUEUE_PKTS = 100_000
 #: 1024th with "Exchange full" (its BR_MAX_PORTS is 1024, and port 0 is reserved)
 MAX_SWITCH_PORTS = 1023
 #: the largest topology the kit loads (nodes, and links): one of this size loads and
-#: routes in about a second (tests/test_scale_topologies.py), while a lab machine starts
+#: routes in about a second (tests/model/test_scale_topologies.py), while a lab machine starts
 #: networks of about 1000 nodes (BENCHMARKS.md)
 MAX_NODES = 10_000
 MAX_LINKS = 10_000

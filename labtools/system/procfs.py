@@ -4,7 +4,7 @@ A process listed by ``os.listdir("/proc")`` can be gone before its files are rea
 CI machine or a class server, short processes start and end all the time): every read
 here answers ``None`` for a process that is gone or unreadable, never an exception. The
 kit's code and its tests read per-process files of ``/proc`` only through this module
-(``tests/test_procfs.py`` checks that no other module builds such a path). The machine's
+(``tests/system/test_procfs.py`` checks that no other module builds such a path). The machine's
 memory figures (``/proc/meminfo``) are read here too.
 """
 
