@@ -311,6 +311,9 @@ class LiveDemo:
                 # emulation a change takes seconds, and a burst of them must not stop
                 # the samples
                 item = self._next_due(todo)
+                while isinstance(item, FlowSpec):  # flows due together start together
+                    self.start_flow(item)
+                    item = self._next_due(todo)
                 if item is not None:
                     self._do(item, on_change)
                 if time.time() >= next_sample:

@@ -70,7 +70,7 @@ def _follows(demo, text, src, dst):
     old = expect_pair(demo.lab.topo, src, dst).rtt_ms
     new = expect_pair(changed_topology(demo.lab.topo, parse_change(text)), src, dst).rtt_ms
     replies = [(at, rtt) for e in demo.events if e.kind == "sample"
-               for at, rtt in e.values["pings"][f"ping {src}>{dst}"]]
+               for at, rtt in e.values["pings"].get(f"ping {src}>{dst}", [])]
     follow = rtt_follow(replies, change.values["asked_t_s"], old, new)
     interval = demo.median_interval_s()
     print(f"samples every {interval} s (median of {len(demo.intervals_s)}); {follow.describe()}")
