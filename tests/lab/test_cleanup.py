@@ -294,7 +294,8 @@ def test_a_vm_in_a_container_is_not_a_leftover_of_the_machine(tmp_path):
     dead = subprocess.Popen(["true"])
     dead.wait()
     (folder / vm_leftovers.VM_OWNER_FILE).write_text(f"{dead.pid}\n")
-    outer = subprocess.Popen(["unshare", "--user", "--map-root-user", "--pid", "--fork", "--",
+    outer = subprocess.Popen(["unshare", "--user", "--map-root-user", "--pid", "--fork",
+                              "--kill-child", "--",
                               "setsid", "sh", "-c", "sleep 300", str(folder / "guest.sh")],
                              start_new_session=True)
     try:
