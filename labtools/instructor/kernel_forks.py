@@ -175,8 +175,8 @@ class ForkServer:
                     self.selector.register(conn, selectors.EVENT_READ)
                 elif key.fileobj == 0:
                     running = bool(os.read(0, 1024))
-                else:
-                    self._message(key.fileobj)  # type: ignore[arg-type]
+                elif isinstance(key.fileobj, socket.socket):  # a client's connection
+                    self._message(key.fileobj)
             self._reap(block=False)
 
     def stop_kernels(self) -> None:
