@@ -75,6 +75,11 @@ DEBIAN_KERNEL_PACKAGES: Dict[str, str] = {
 }
 
 KVM_PROBE_TIMEOUT_S = 20.0
+#: how long a kernel probe (a netem qdisc, loading a module) may take, in seconds: in the
+#: lab VM under software emulation, with two more VMs on the machine (a course hub's
+#: students at once), the first netem qdisc took over 5 s; a probe that ends sooner is
+#: not slowed down by a longer limit
+KERNEL_PROBE_TIMEOUT_S = 30.0
 KVM_CACHE_FILE = "kvm-probe.json"
 
 
@@ -161,7 +166,7 @@ def interpret_netem_probe(returncode: int, output: str) -> Tuple[bool, str]:
     return False, f"netem probe failed: {first}"
 
 
-def kernel_has_netem(timeout_s: float = 5.0) -> Tuple[bool, str]:
+def kernel_has_netem(timeout_s: float = KERNEL_PROBE_TIMEOUT_S) -> Tuple[bool, str]:
     """Does this kernel emulate delay? Tried for real: a netem qdisc in a throwaway
     namespace (as root after ``modprobe``; otherwise in a user namespace, which cannot run
     ``modprobe``: the kernel loads an installed ``sch_netem`` on demand unless module loading
@@ -205,7 +210,7 @@ def netem_module_state(release: Optional[str] = None) -> str:
     return module_state(texts[0], texts[1], Path("/sys/module/sch_netem").exists(), "sch_netem")
 
 
-def kernel_has_module(name: str, timeout_s: float = 5.0) -> bool:
+def kernel_has_module(name: str, timeout_s: float = KERNEL_PROBE_TIMEOUT_S) -> bool:
     """Is kernel module ``name`` loaded or loadable (``modprobe``, as root)?"""
     if Path("/sys/module", name).exists():
         return True
