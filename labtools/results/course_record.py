@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import sys
 import urllib.error
-import urllib.request
 from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple
 
 from labtools import settings
@@ -75,6 +74,8 @@ def post_event(body: Dict[str, Any]) -> bool:
     if endpoint is None:
         return False
     url, token = endpoint
+    import urllib.request  # only on a hub: http.client and ssl cost a lab's start under emulation
+
     try:
         data = json.dumps(body, default=str).encode()
         request = urllib.request.Request(url, data=data, method="POST", headers={

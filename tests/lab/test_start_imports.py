@@ -24,6 +24,14 @@ def test_starting_a_lab_needs_no_pandas():
     assert out == "False"
 
 
+def test_the_store_loads_no_http_client_off_a_hub():
+    """The course's record posts with urllib only on a hub: a lab's store does not pay for
+    http.client and ssl (hundreds of milliseconds under emulation) where it never posts."""
+    out = _python("import sys; import labtools.results.store; "
+                  "print('urllib.request' in sys.modules, 'http.client' in sys.modules)")
+    assert out == "False False"
+
+
 #: measure, judge and save as a lab run does, from captured outputs of the real tools
 #: (tests/fixtures: ping -D, iperf3 -J TCP with and without --omit, iperf 2 UDP client)
 MEASURE_JUDGE_SAVE = """
