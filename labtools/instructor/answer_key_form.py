@@ -28,7 +28,7 @@ from labtools.judge.question_givens import givens
 from labtools.model.topology import Link, Topology
 
 __all__ = ["ANSWER_KEY_REFUSAL", "BORDERLINE_NOTE", "Conclusion", "QuestionKey", "compared",
-           "apart"]
+           "apart", "bytes_text", "link_mbps", "mbps_text", "ms_text", "worded_key"]
 
 #: why no answer key is made where expected values are hidden
 ANSWER_KEY_REFUSAL = ("the answer keys are for instructors: not available in a student's "
@@ -151,11 +151,13 @@ def _rounded(value: Any) -> Any:
     return round(value, 4) if isinstance(value, float) else value
 
 
-def _mb(value: float) -> str:
+def mbps_text(value: float) -> str:
+    """A rate of ``value`` Mbit/s in words, to one decimal: ``"12.5 Mbit/s"``."""
     return f"{value:.1f} Mbit/s"
 
 
-def _ms(value: float) -> str:
+def ms_text(value: float) -> str:
+    """A time of ``value`` ms in words, to one decimal: ``"60.0 ms"``."""
     return f"{value:.1f} ms"
 
 
@@ -170,14 +172,16 @@ def apart(first: float, second: float, least: int = 0) -> Tuple[str, str]:
     return shown
 
 
-def _bytes(value: float) -> str:
+def bytes_text(value: float) -> str:
+    """A size of ``value`` bytes in words, whole, thousands apart: ``"125 000 bytes"``."""
     return f"{round(value):,}".replace(",", " ") + " bytes"
 
 
-def _rate(link: Link) -> float:
+def link_mbps(link: Link) -> float:
+    """The rate ``link`` is shaped to, Mbit/s; 0.0 for a link without a rate limit."""
     return float(link.bw_mbps or 0.0)
 
 
-def _words(question_id: str, topo: Topology, text: str) -> QuestionKey:
-    """A question whose answer takes no number of the network."""
+def worded_key(question_id: str, topo: Topology, text: str) -> QuestionKey:
+    """The key of a question whose answer, ``text``, takes no number of the network."""
     return QuestionKey(question_id, givens(question_id, topo), answer=text)

@@ -26,13 +26,13 @@ from labtools.instructor.answer_key_form import (
     ANSWER_KEY_REFUSAL,
     Conclusion,
     QuestionKey,
-    _bytes,
-    _mb,
-    _ms,
-    _rate,
-    _words,
     apart,
+    bytes_text,
     compared,
+    link_mbps,
+    mbps_text,
+    ms_text,
+    worded_key,
 )
 from labtools.judge import policy
 from labtools.judge.capacity import is_saturated
@@ -62,7 +62,7 @@ def _frames(rate_mbps: float, ms: float) -> float:
 
 def q00_1(topo: Topology) -> QuestionKey:
     """Why the first reply is slower: address resolution."""
-    return _words("00-Q1", topo,
+    return worded_key("00-Q1", topo,
                   "ARP: before the first packet can leave, each host and router "
                   "learns the next hop's Ethernet address (a request and a reply per "
                   "segment, out and back); later packets find it cached.")
@@ -70,7 +70,7 @@ def q00_1(topo: Topology) -> QuestionKey:
 
 def q00_2(topo: Topology) -> QuestionKey:
     """Why the minimum RTT."""
-    return _words("00-Q2", topo,
+    return worded_key("00-Q2", topo,
                   "Every sample holds at least the propagation RTT and waiting only "
                   "adds to it, so the minimum is the closest to it; a large gap between "
                   "average and minimum means samples waited (queues, ARP, a busy machine).")
@@ -79,7 +79,7 @@ def q00_2(topo: Topology) -> QuestionKey:
 def q00_3(topo: Topology) -> QuestionKey:
     """What adds to the propagation delay: the echo's transmission time on L1 and L2."""
     frame = ping_frame_bytes()
-    l1, l2 = _rate(topo.link("L1")), _rate(topo.link("L2"))
+    l1, l2 = link_mbps(topo.link("L1")), link_mbps(topo.link("L2"))
     tx1, tx2 = expect.transmission_ms(frame, l1), expect.transmission_ms(frame, l2)
     total = 2 * (tx1 + tx2)
     return QuestionKey(
@@ -101,12 +101,12 @@ def _l2_also(l2: Link, frames_mbps: float, offered: str) -> Tuple[Conclusion, st
     the way to L3, and the sentence that says so."""
     name = "dropped at L2 too"
     found = compared(name, f"{offered}'s frame rate is above L2's rate", frames_mbps,
-                     _rate(l2), policy.RATE_RESOLUTION_REL, above=True)
-    frames, rate = apart(frames_mbps, _rate(l2), least=1)
+                     link_mbps(l2), policy.RATE_RESOLUTION_REL, above=True)
+    frames, rate = apart(frames_mbps, link_mbps(l2), least=1)
     if found.holds:
         text = (f" L2 is a first bottleneck too: {frames} Mbit/s of frames against its "
                 f"{rate} Mbit/s, so its queue ({l2.queue_pkts} packets) drops about "
-                f"{100 * (1 - _rate(l2) / frames_mbps):.1f} % before L3 sees the rest.")
+                f"{100 * (1 - link_mbps(l2) / frames_mbps):.1f} % before L3 sees the rest.")
     else:
         text = (f" L2 ({rate} Mbit/s) carries the {frames} Mbit/s of frames without loss.")
     return found, text
@@ -116,17 +116,18 @@ def q01_1(topo: Topology) -> QuestionKey:
     """Where h1 -> h9's datagrams were dropped at the offered rate."""
     l3 = topo.link("L3")
     frames = LAB1_RATE_MBPS * IPERF_UDP_FRAME_BYTES / IPERF_UDP_PAYLOAD_BYTES
-    lost = max(0.0, 1 - _rate(l3) / frames)
+    lost = max(0.0, 1 - link_mbps(l3) / frames)
     at_l3 = compared("dropped at L3", "the offered frame rate (offered × 1512/1470) is above "
-                     "L3's rate", frames, _rate(l3), policy.RATE_RESOLUTION_REL, above=True)
+                     "L3's rate", frames, link_mbps(l3), policy.RATE_RESOLUTION_REL, above=True)
     at_l2, l2_text = _l2_also(topo.link("L2"), frames, "the offered")
     return QuestionKey(
         "01-Q1", givens("01-Q1", topo),
         {"offered_frames_mbps": frames, "loss_pct": 100 * lost},
         f"At the entrance of L3 (r3 → r4): {LAB1_RATE_MBPS} Mbit/s of payload is "
-        f"{LAB1_RATE_MBPS} × {IPERF_UDP_FRAME_BYTES}/{IPERF_UDP_PAYLOAD_BYTES} ≈ {_mb(frames)} "
-        f"of frames, L3 sends {_rate(l3):g} Mbit/s, so its queue ({l3.queue_pkts} packets) "
-        f"fills within milliseconds: the path loses about 1 − {_rate(l3):g}/{frames:.1f} ≈ "
+        f"{LAB1_RATE_MBPS} × {IPERF_UDP_FRAME_BYTES}/{IPERF_UDP_PAYLOAD_BYTES} ≈ "
+        f"{mbps_text(frames)} "
+        f"of frames, L3 sends {link_mbps(l3):g} Mbit/s, so its queue ({l3.queue_pkts} packets) "
+        f"fills within milliseconds: the path loses about 1 − {link_mbps(l3):g}/{frames:.1f} ≈ "
         f"{100 * lost:.0f} % of the datagrams.{l2_text} UDP has no acknowledgements and no "
         "congestion control: iperf keeps its rate.",
         (at_l3, at_l2), at_l3.holds)
@@ -134,7 +135,7 @@ def q01_1(topo: Topology) -> QuestionKey:
 
 def q01_2(topo: Topology) -> QuestionKey:
     """Why jitter grows near capacity."""
-    return _words("01-Q2", topo,
+    return worded_key("01-Q2", topo,
                   "Near capacity the bottleneck's queue fills and drains unevenly: "
                   "each datagram waits a different time in it, so the spacing of arrivals "
                   "varies.")
@@ -169,7 +170,7 @@ def _search_words(capacity_mbps: float) -> str:
 
 def q01_3(topo: Topology) -> QuestionKey:
     """Ramp and bisection against a sweep, for the path h1 -> h4."""
-    rate = min(_rate(topo.link("L1")), _rate(topo.link("L2")))
+    rate = min(link_mbps(topo.link("L1")), link_mbps(topo.link("L2")))
     capacity = expect.udp_goodput_mbps(rate)
     ramp, clean, knee, halvings = ramp_and_bisect(capacity)
     sweep = math.floor(capacity) + 1
@@ -186,7 +187,7 @@ def q01_3(topo: Topology) -> QuestionKey:
         {"udp_capacity_h1_h4_mbps": capacity, "ramp_steps": ramp, "last_clean_mbps": clean,
          "knee_mbps": knee, "bisection_steps": halvings, "search_steps": ramp + halvings,
          "sweep_steps": sweep},
-        f"On an ideal path of UDP capacity {_mb(capacity)}, "
+        f"On an ideal path of UDP capacity {mbps_text(capacity)}, "
         f"{_search_words(capacity)}, against about {sweep} for a 1-Mbit/s sweep, each "
         f"loading the path for seconds.{other}",
         (clean_step,))
@@ -194,7 +195,7 @@ def q01_3(topo: Topology) -> QuestionKey:
 
 def q01_4(topo: Topology) -> QuestionKey:
     """What explains the capacity estimate's shortfall."""
-    rate = min(_rate(topo.link("L1")), _rate(topo.link("L2")))
+    rate = min(link_mbps(topo.link("L1")), link_mbps(topo.link("L2")))
     capacity = expect.udp_goodput_mbps(rate)
     headers = 100 * (IPERF_UDP_FRAME_BYTES - IPERF_UDP_PAYLOAD_BYTES) / IPERF_UDP_FRAME_BYTES
     return QuestionKey(
@@ -204,7 +205,7 @@ def q01_4(topo: Topology) -> QuestionKey:
         f"Headers: {IPERF_UDP_FRAME_BYTES - IPERF_UDP_PAYLOAD_BYTES} of every "
         f"{IPERF_UDP_FRAME_BYTES} bytes ({headers:.1f} %). On an ideal path that is all: the "
         f"knee's own step receives the capacity, so the kit's search estimates "
-        f"{_mb(capacity)} of payload for {rate:g} Mbit/s whatever the bracket. The rest "
+        f"{mbps_text(capacity)} of payload for {rate:g} Mbit/s whatever the bracket. The rest "
         "comes from the machine: steps that lose datagrams or fall short below the capacity "
         "(bursts into the queue, a CPU that cannot keep up) set the knee too early; then the "
         "estimate is at most what a step up to that knee received, and the refine steps the "
@@ -220,7 +221,7 @@ def q01_4(topo: Topology) -> QuestionKey:
 
 def q02_1(topo: Topology) -> QuestionKey:
     """iperf3 and simpleperf: the receiver's count."""
-    return _words("02-Q1", topo,
+    return worded_key("02-Q1", topo,
                   "Their medians agree within a few percent near the goodput ceiling, "
                   "within the spread of either tool over its runs (simpleperf's whole-run "
                   "total includes slow start); both report the bytes the server received, "
@@ -229,7 +230,7 @@ def q02_1(topo: Topology) -> QuestionKey:
 
 def q02_2(topo: Topology) -> QuestionKey:
     """How a sender "sends" faster than its link."""
-    return _words("02-Q2", topo,
+    return worded_key("02-Q2", topo,
                   "The sender counts writes into its socket buffer, accepted at "
                   "memory speed until the buffer is full; that data has not crossed the "
                   "link yet. Where the student's intervals show no overshoot, the same "
@@ -241,17 +242,17 @@ def l2_idles_after_cut(link: Link) -> Tuple[float, float, float, bool]:
     """L2 after CUBIC's cut: (window at the top, window after the cut, BDP), all in
     1514-byte packets, and whether the link idles (the window after the cut is below its
     BDP)."""
-    back = _frames(_rate(link), link.delay_ms)
+    back = _frames(link_mbps(link), link.delay_ms)
     top = float(link.queue_pkts or 0) + back
     after = CUBIC_BETA * top
-    bdp = _frames(_rate(link), 2 * link.delay_ms)
+    bdp = _frames(link_mbps(link), 2 * link.delay_ms)
     return top, after, bdp, after < bdp
 
 
 def q02_3(topo: Topology) -> QuestionKey:
     """Why TCP stays below L2's rate, and whether CUBIC's cut idles L2."""
     l2 = topo.link("L2")
-    rate = _rate(l2)
+    rate = link_mbps(l2)
     top, after, bdp, idles = l2_idles_after_cut(l2)
     ceiling = expect.tcp_goodput_ceiling_mbps(rate)
     cut = compared("L2 idles after CUBIC's cut", "0.7 × (queue limit + L2's packets on the "
@@ -271,8 +272,8 @@ def q02_3(topo: Topology) -> QuestionKey:
         {"goodput_ceiling_mbps": ceiling, "headers_pct": 100 * (1 - ceiling / rate),
          "window_top_pkts": top, "window_after_cut_pkts": after, "bdp_pkts": bdp},
         f"(a) Headers: 1448 of every 1514 bytes, so a full L2 delivers {rate:g} × 1448/1514 "
-        f"≈ {_mb(ceiling)} of payload ({100 * (1 - ceiling / rate):.1f} % below), set against "
-        "the student's measured gap. (b) The rest: the machine (the calibration's late "
+        f"≈ {mbps_text(ceiling)} of payload ({100 * (1 - ceiling / rate):.1f} % below), set "
+        "against the student's measured gap. (b) The rest: the machine (the calibration's late "
         "timers and forwarding limit, a verdict's reason), or the runs' spread where it is "
         "within their range; and the window cut. The window at "
         f"the top is L2's full queue ({l2.queue_pkts} packets, those serving the "
@@ -290,13 +291,13 @@ def q03_1(topo: Topology) -> QuestionKey:
     l1, l2, l3 = (topo.link(n) for n in ("L1", "L2", "L3"))
     rtt_long = 2 * (l1.delay_ms + l2.delay_ms + l3.delay_ms)
     rtt_short = 2 * (l2.delay_ms + l3.delay_ms)
-    slowest = min((_rate(link), link.label) for link in (l1, l2, l3))
-    same = slowest == min((_rate(link), link.label) for link in (l2, l3))
+    slowest = min((link_mbps(link), link.label) for link in (l1, l2, l3))
+    same = slowest == min((link_mbps(link), link.label) for link in (l2, l3))
     return QuestionKey(
         "03-Q1", givens("03-Q1", topo),
         {"rtt_h1_h9_ms": rtt_long, "rtt_h7_h9_ms": rtt_short, "bottleneck_mbps": slowest[0]},
-        f"Delays add up: L1 adds 2 × {l1.delay_ms:g} ms to h1-h9's RTT ({_ms(rtt_long)} "
-        f"against {_ms(rtt_short)}). The rate is set by the slowest link alone, "
+        f"Delays add up: L1 adds 2 × {l1.delay_ms:g} ms to h1-h9's RTT ({ms_text(rtt_long)} "
+        f"against {ms_text(rtt_short)}). The rate is set by the slowest link alone, "
         f"{slowest[1]} at {slowest[0]:g} Mbit/s, which both paths cross; the faster links "
         "are not full.",
         (Conclusion("both paths have the same bottleneck", same,
@@ -305,7 +306,7 @@ def q03_1(topo: Topology) -> QuestionKey:
 
 def q03_2(topo: Topology) -> QuestionKey:
     """The window asked for, the window granted."""
-    return _words("03-Q2", topo,
+    return worded_key("03-Q2", topo,
                   "The measured rate follows window / RTT of the window the kernel "
                   "granted (snd_wnd), at or a little below it; where the asked and the "
                   "granted window's rates are closer together than the runs' range (1.5 % "
@@ -320,10 +321,11 @@ def q03_3(topo: Topology) -> QuestionKey:
     """Three causes of a slow h7 -> h9."""
     l2, l3 = topo.link("L2"), topo.link("L3")
     rtt = 2 * (l2.delay_ms + l3.delay_ms)
-    bdp = expect.bdp_bytes(min(_rate(l2), _rate(l3)), rtt)
+    bdp = expect.bdp_bytes(min(link_mbps(l2), link_mbps(l3)), rtt)
     return QuestionKey(
         "03-Q3", givens("03-Q3", topo), {"rtt_h7_h9_ms": rtt, "bdp_h7_h9_bytes": bdp},
         f"(1) A busy CPU: check top or labtools doctor. (2) A window below h7-h9's BDP "
-        f"({_bytes(bdp)}: {min(_rate(l2), _rate(l3)):g} Mbit/s × {rtt:g} ms): compare the "
-        "rate with window / RTT, read the window with ss -tin. (3) Competing traffic on L2 "
-        "or L3: pgrep iperf, run tests one after another. Or another cause with a check.")
+        f"({bytes_text(bdp)}: {min(link_mbps(l2), link_mbps(l3)):g} Mbit/s × {rtt:g} ms): "
+        "compare the rate with window / RTT, read the window with ss -tin. (3) Competing "
+        "traffic on L2 or L3: pgrep iperf, run tests one after another. Or another cause with "
+        "a check.")

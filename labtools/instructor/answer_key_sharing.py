@@ -11,13 +11,13 @@ from labtools.frame_sizes import IPERF_UDP_FRAME_BYTES, IPERF_UDP_PAYLOAD_BYTES
 from labtools.instructor.answer_key_form import (
     Conclusion,
     QuestionKey,
-    _bytes,
-    _mb,
-    _ms,
-    _rate,
-    _words,
     apart,
+    bytes_text,
     compared,
+    link_mbps,
+    mbps_text,
+    ms_text,
+    worded_key,
 )
 from labtools.judge import policy
 from labtools.judge.question_givens import LAB1_RATE_MBPS, givens
@@ -38,7 +38,7 @@ BINARY_MEGA = 2 ** 20 / 1e6
 
 def q04_1(topo: Topology) -> QuestionKey:
     """Scenario C: why h7 -> h9's share is not set by L3."""
-    l2, l3 = _rate(topo.link("L2")), _rate(topo.link("L3"))
+    l2, l3 = link_mbps(topo.link("L2")), link_mbps(topo.link("L3"))
     found = compared("h7-h9's share is set by L2", "L2's rate / 2 < L3's rate", l2 / 2, l3,
                      policy.RATE_RESOLUTION_REL)
     half, third = apart(l2 / 2, l3)
@@ -65,7 +65,7 @@ def q04_2(topo: Topology) -> QuestionKey:
         "04-Q2", givens("04-Q2", topo),
         {}, "The limits are on the links, not in the router: h1-h4 and h8-h9 share no "
         "rate-limited link in the direction of their data, so each runs at its own "
-        f"bottleneck (L2 at {_rate(topo.link('L2')):g}, L3 at {_rate(topo.link('L3')):g} "
+        f"bottleneck (L2 at {link_mbps(topo.link('L2')):g}, L3 at {link_mbps(topo.link('L3')):g} "
         "Mbit/s); only the CPU could matter when it cannot forward both.",
         (Conclusion("the two flows share no rate-limited link", apart,
                     "no shaped link is crossed by both in the data's direction"),), apart)
@@ -73,7 +73,7 @@ def q04_2(topo: Topology) -> QuestionKey:
 
 def q04_3(topo: Topology) -> QuestionKey:
     """Why shares are unequal over a few seconds."""
-    return _words("04-Q3", topo,
+    return worded_key("04-Q3", topo,
                   "Which flow is dropped at the full queue is chance; RTT, window "
                   "and start order differ; the emulating CPU adds noise. The repeated runs' "
                   "range shows the chance part; the median is what to report.")
@@ -100,7 +100,7 @@ def fills_queue_crossed(topo: Topology, ping: str, load: str) -> bool:
 
 def q04_4(topo: Topology) -> QuestionKey:
     """Which loads raise which pair's RTT."""
-    l2, l3 = _rate(topo.link("L2")), _rate(topo.link("L3"))
+    l2, l3 = link_mbps(topo.link("L2")), link_mbps(topo.link("L3"))
     cases = (("h1-h4 waits under h2-h5 (A)", "h1:h4", "h2:h5"),
              ("h1-h4 waits under h7-h9 (C)", "h1:h4", "h7:h9"),
              ("h7-h9 waits under h1-h4 (C)", "h7:h9", "h1:h4"))
@@ -124,7 +124,7 @@ def q04_4(topo: Topology) -> QuestionKey:
 
 def q05_1(topo: Topology) -> QuestionKey:
     """Two connections' advantage, and five."""
-    l2 = _rate(topo.link("L2"))
+    l2 = link_mbps(topo.link("L2"))
     return QuestionKey(
         "05-Q1", givens("05-Q1", topo),
         {"share_h1_h4_mbps": l2 / 2, "share_single_mbps": l2 / 4,
@@ -133,12 +133,12 @@ def q05_1(topo: Topology) -> QuestionKey:
         f"Close to 2: the fair shares are {l2 / 2:.2f} against {l2 / 4:.2f} Mbit/s; single "
         "runs spread widely, so report the median over runs with its range. With 5 "
         f"connections, 7 share L2, {l2:g}/7 ≈ {l2 / 7:.1f} Mbit/s each: h1-h4 gets 5/7 of "
-        f"the link, about {_mb(5 * l2 / 7)}, five times each of the others.")
+        f"the link, about {mbps_text(5 * l2 / 7)}, five times each of the others.")
 
 
 def q05_2(topo: Topology) -> QuestionKey:
     """Is it fair to open more connections?"""
-    return _words("05-Q2", topo,
+    return worded_key("05-Q2", topo,
                   "Per connection it is fair (the network cannot tell which "
                   "connections belong together); per user it is not: a user with many "
                   "connections takes from those with one (remedies: per-host or per-user "
@@ -149,13 +149,14 @@ def q05_3(topo: Topology) -> QuestionKey:
     """A quarter of the BDP per connection."""
     l1, l2 = topo.link("L1"), topo.link("L2")
     rtt = 2 * (l1.delay_ms + l2.delay_ms)
-    bdp = expect.bdp_bytes(_rate(l2), rtt)
+    bdp = expect.bdp_bytes(link_mbps(l2), rtt)
     return QuestionKey(
         "05-Q3", givens("05-Q3", topo),
         {"rtt_h1_h4_ms": rtt, "bdp_h1_h4_bytes": bdp, "window_per_connection_bytes": bdp / 4},
-        f"Together the four connections must keep one BDP in flight ({_bytes(bdp)} for "
-        f"{_rate(l2):g} Mbit/s and {rtt:g} ms), a quarter ({_bytes(bdp / 4)}) each. Smaller "
-        "windows cap each at window / RTT: the total stays below the link rate and L2 idles.")
+        f"Together the four connections must keep one BDP in flight ({bytes_text(bdp)} for "
+        f"{link_mbps(l2):g} Mbit/s and {rtt:g} ms), a quarter ({bytes_text(bdp / 4)}) each. "
+        "Smaller windows cap each at window / RTT: the total stays below the link rate and L2 "
+        "idles.")
 
 
 # --- lab 06 (the dumbbell; Q6 asks about lab 1's network) --------------------------------
@@ -169,7 +170,8 @@ def q06_1(topo: Topology) -> QuestionKey:
     """Which windows of the sweep held the rate below the ceiling."""
     b = _b(topo)
     rtt = 2 * b.delay_ms
-    bdp, ceiling = expect.bdp_bytes(_rate(b), rtt), expect.tcp_goodput_ceiling_mbps(_rate(b))
+    bdp = expect.bdp_bytes(link_mbps(b), rtt)
+    ceiling = expect.tcp_goodput_ceiling_mbps(link_mbps(b))
     threshold = bdp * TCP_MSS_BYTES / TCP_FRAME_BYTES
     found = tuple(compared(f"a window of {w} bytes holds the rate below the ceiling",
                            "window < BDP × 1448/1514 (window / RTT below the goodput "
@@ -182,9 +184,9 @@ def q06_1(topo: Topology) -> QuestionKey:
         "06-Q1", givens("06-Q1", topo),
         {"rtt_ms": rtt, "bdp_bytes": bdp, "window_at_ceiling_bytes": threshold,
          "goodput_ceiling_mbps": ceiling, **rates},
-        f"A window holds the rate below the {_mb(ceiling)} ceiling while window / RTT is "
-        f"below it: below the BDP ({_bytes(bdp)}: {_rate(b):g} Mbit/s × {rtt:g} ms) times "
-        f"1448/1514, {_bytes(threshold)}. Those were {listed} bytes, each at about window / "
+        f"A window holds the rate below the {mbps_text(ceiling)} ceiling while window / RTT is "
+        f"below it: below the BDP ({bytes_text(bdp)}: {link_mbps(b):g} Mbit/s × {rtt:g} ms) times "
+        f"1448/1514, {bytes_text(threshold)}. Those were {listed} bytes, each at about window / "
         "RTT of the window the kernel granted (snd_wnd), at or a little below it; the larger "
         "ones reach the ceiling. -w sets the socket buffers; the kernel doubles them, keeps "
         "a share and advertises the rest (kernel-dependent).",
@@ -194,7 +196,7 @@ def q06_1(topo: Topology) -> QuestionKey:
 def q06_2(topo: Topology) -> QuestionKey:
     """Large windows against a quarter of the BDP."""
     b = _b(topo)
-    bdp = expect.bdp_bytes(_rate(b), 2 * b.delay_ms)
+    bdp = expect.bdp_bytes(link_mbps(b), 2 * b.delay_ms)
     large = compared("the large window is above the whole BDP",
                      f"{LAB6_LARGE_WINDOW_BYTES} bytes > B's rate × RTT",
                      LAB6_LARGE_WINDOW_BYTES, bdp, policy.window_resolution_rel(2 * b.delay_ms),
@@ -203,7 +205,7 @@ def q06_2(topo: Topology) -> QuestionKey:
         "06-Q2", givens("06-Q2", topo),
         {"bdp_bytes": bdp, "share_window_bytes": bdp / 4,
          "large_window_over_bdp": LAB6_LARGE_WINDOW_BYTES / bdp},
-        f"With windows of a quarter of the BDP ({_bytes(bdp / 4)}) the flows just fill B and "
+        f"With windows of a quarter of the BDP ({bytes_text(bdp / 4)}) the flows just fill B and "
         f"the queue stays short: Jain's index near 1. Windows of {LAB6_LARGE_WINDOW_BYTES} "
         f"bytes ({LAB6_LARGE_WINDOW_BYTES / bdp:.1f} × the BDP) fill B's {b.queue_pkts}-packet "
         "queue until it overflows; drops hit flows by timing, and the one that loses backs "
@@ -213,7 +215,7 @@ def q06_2(topo: Topology) -> QuestionKey:
 
 def q06_3(topo: Topology) -> QuestionKey:
     """--bidir against two separate pairs."""
-    rate = _rate(_b(topo))
+    rate = link_mbps(_b(topo))
     return QuestionKey(
         "06-Q3", givens("06-Q3", topo),
         {"goodput_ceiling_mbps": expect.tcp_goodput_ceiling_mbps(rate)},
@@ -237,14 +239,14 @@ def q06_4(topo: Topology) -> QuestionKey:
         "06-Q4", givens("06-Q4", topo),
         {"idle_rtt_ms": 2 * b.delay_ms, "drain_ms": drain, "max_rtt_ms": worst,
          "delay_plus_drain_ms": drain + 2 * b.delay_ms, "model_middle_ms": model.typical_ms},
-        f"From the {_ms(2 * b.delay_ms)} propagation towards the {_ms(worst)} a saturated B "
-        f"gives in steady state; the median near the model's middle (about "
-        f"{_ms(model.typical_ms)}). That worst is max({b.delay_ms:g}, {drain:.1f}) + "
-        f"{b.delay_ms:g} ms, not delay + drain + delay ({_ms(drain + 2 * b.delay_ms)}): "
+        f"From the {ms_text(2 * b.delay_ms)} propagation towards the {ms_text(worst)} a "
+        f"saturated B gives in steady state; the median near the model's middle (about "
+        f"{ms_text(model.typical_ms)}). That worst is max({b.delay_ms:g}, {drain:.1f}) + "
+        f"{b.delay_ms:g} ms, not delay + drain + delay ({ms_text(drain + 2 * b.delay_ms)}): "
         "netem's queue holds the packets serving their delay. It is a steady-state value, "
         "not a bound: a burst of packets that reach an idle B within one delay (at most the "
         "queue limit) serves the delay together and then drains, so the last one's RTT can "
-        f"reach delay + drain + delay ({_ms(drain + 2 * b.delay_ms)}) after all; the pings "
+        f"reach delay + drain + delay ({ms_text(drain + 2 * b.delay_ms)}) after all; the pings "
         "under load start after the load's slow start. The average mixes idle and queued "
         "samples; report a tail percentile from a dense train for the worst case, p50 for "
         "the typical.",
@@ -253,7 +255,7 @@ def q06_4(topo: Topology) -> QuestionKey:
 
 def q06_5(topo: Topology) -> QuestionKey:
     """The CPU is part of the network."""
-    return _words("06-Q5", topo,
+    return worded_key("06-Q5", topo,
                   "The CPU of the one emulating machine, taken by the busy loops. "
                   "On a shaped path: a minimum RTT above propagation + calibration, rates "
                   "below the ceiling alone on a path, samples under a steady load above the "
@@ -262,11 +264,11 @@ def q06_5(topo: Topology) -> QuestionKey:
 
 def q06_6(topo: Topology) -> QuestionKey:
     """iperf 2's -b 25M on lab 1's network (the portfolio topology)."""
-    l3 = _rate(topo.link("L3"))
+    l3 = link_mbps(topo.link("L3"))
     sent = LAB1_RATE_MBPS * BINARY_MEGA
     frames = sent * IPERF_UDP_FRAME_BYTES / IPERF_UDP_PAYLOAD_BYTES
     meant = LAB1_RATE_MBPS * IPERF_UDP_FRAME_BYTES / IPERF_UDP_PAYLOAD_BYTES
-    l2 = _rate(topo.link("L2"))
+    l2 = link_mbps(topo.link("L2"))
     h1_h4 = compared("-b 25M overflows L2 (h1-h4 loses datagrams)",
                      "the binary rate's frames (25 × 2^20 × 1512/1470 bit/s) are above L2's "
                      "rate", frames, l2, policy.RATE_RESOLUTION_REL, above=True)
@@ -277,8 +279,8 @@ def q06_6(topo: Topology) -> QuestionKey:
          "loss_h1_h4_binary_pct": 100 * max(0.0, 1 - l2 / frames),
          "loss_h1_h4_decimal_pct": 100 * max(0.0, 1 - l2 / meant)},
         f"-b 10M is 10 × 2^20 bit/s, {100 * (BINARY_MEGA - 1):.1f} % more. -b 25M sends "
-        f"{_mb(sent)} ({frames:.2f} Mbit/s of frames): every offered rate, the predicted loss "
-        f"on h1-h9 (1 − {l3:g}/{frames:.1f} ≈ {100 * (1 - l3 / frames):.0f} % instead of "
+        f"{mbps_text(sent)} ({frames:.2f} Mbit/s of frames): every offered rate, the predicted "
+        f"loss on h1-h9 (1 − {l3:g}/{frames:.1f} ≈ {100 * (1 - l3 / frames):.0f} % instead of "
         f"{100 * (1 - l3 / meant):.0f} %) and the search's ramp and knee would be "
         f"{100 * (BINARY_MEGA - 1):.1f} % off.{_h1_h4_words(l2, frames, meant)}",
         (h1_h4,))
