@@ -2,7 +2,8 @@
 than asked, is refused by the argument parser (one line, exit status 2).
 
 Each function is an ``argparse`` ``type=``: it gets the text as given and returns the
-value, or raises :class:`argparse.ArgumentTypeError` with the reason.
+value, or raises :class:`argparse.ArgumentTypeError` with the reason. The options several
+subcommands define alike are added once here (:func:`add_course_folder`).
 """
 
 from __future__ import annotations
@@ -73,6 +74,15 @@ def count(value: str) -> int:
     if number < 1:
         raise argparse.ArgumentTypeError(f"{number} is less than 1")
     return number
+
+
+def add_course_folder(parser: argparse.ArgumentParser,
+                      help_text: str = "the course folder (default: here)") -> None:
+    """Add ``--course DIR`` to ``parser``: the course folder, as ``args.course`` (a
+    :class:`~pathlib.Path`, default the current folder ``.``); ``help_text`` says what the
+    subcommand reads there."""
+    parser.add_argument("--course", metavar="DIR", type=path, default=Path("."),
+                        help=help_text)
 
 
 def instructors_only(command: str) -> None:

@@ -43,8 +43,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--all", action="store_true",
                    help="every student of the course (listed or with a submission)")
     p.add_argument("--lab", metavar="NN", type=options.text, help="one lab only (00..06)")
-    p.add_argument("--course", metavar="DIR", type=options.path, default=Path("."),
-                   help="the course folder with labtools-variants.csv (default: here)")
+    options.add_course_folder(p, "the course folder with labtools-variants.csv (default: here)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--html", metavar="DIR", type=options.path,
                    help="write one HTML page per student into DIR")

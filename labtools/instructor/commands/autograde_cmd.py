@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
-from pathlib import Path
 from typing import Any
 
 from labtools.commands import options
@@ -30,8 +29,8 @@ def add_parser(sub: Any) -> None:
         "students named), several at once, into the course's one gradebook.")
     p.add_argument("assignment", metavar="ASSIGNMENT", type=options.text,
                    help="the assignment, as nbgrader names it (its folder in submitted/STUDENT/)")
-    p.add_argument("--course", metavar="DIR", type=options.path, default=Path("."),
-                   help="the course folder (nbgrader_config.py, submitted/; default: here)")
+    options.add_course_folder(p, "the course folder (nbgrader_config.py, submitted/; "
+                                 "default: here)")
     p.add_argument("--student", metavar="ID", action="append", dest="students",
                    type=options.text, help="only this student (may be given again)")
     p.add_argument("--jobs", "-j", metavar="N", type=options.count,

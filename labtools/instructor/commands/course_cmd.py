@@ -60,8 +60,7 @@ def add_parser(sub: Any) -> None:
         "at the hub's time) into DIR/course-record/STUDENT.json, where grading reads it.")
     record.add_argument("--url", metavar="URL", type=options.text,
                         help="the record's address (default: LABTOOLS_RECORD_URL)")
-    record.add_argument("--course", metavar="DIR", type=options.path, default=Path("."),
-                        help="the course folder (default: here)")
+    options.add_course_folder(record)
     record.set_defaults(handler=run_record)
 
 
