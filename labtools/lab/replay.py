@@ -42,6 +42,7 @@ from labtools.model.catalog import from_dict
 from labtools.model.choice import TopologyChoice, choose
 from labtools.model.topology import Topology
 from labtools.results import ownership
+from labtools.results.course_record_file import GradingRecord
 from labtools.results.records import RunRecord
 from labtools.results.store import ResultStore
 
@@ -84,7 +85,11 @@ class ReplaySession(LabBase):
     While nbgrader autogrades a student's folder, the lab is bound to that student
     (:mod:`labtools.results.ownership`): its topology is the student's own variant, and
     runs measured on another variant, recorded by another student, or on a topology the
-    kit does not build for them fail every measured check with that one-line reason."""
+    kit does not build for them fail every measured check with that one-line reason.
+
+    :attr:`course_record` reads the student's rows of the course's record for this
+    notebook's predict-first checks, once
+    (:class:`~labtools.results.course_record_file.GradingRecord`)."""
 
     replaying = True
 
@@ -115,6 +120,7 @@ class ReplaySession(LabBase):
                         and first_run.context is not None else None)
         self._recorded = recorded
         self._taken: Set[Tuple[str, Union[int, str]]] = set()
+        self.course_record = GradingRecord()
 
     def _bind(self, binding: ownership.Binding, choice: TopologyChoice,
               recorded: Optional[Topology], case: str) -> Optional[Topology]:

@@ -10,7 +10,8 @@ event as the service answers it: ``id``, ``user``, ``kind``, ``case``, ``recorde
 ``node`` and ``commands``).
 
 While nbgrader grades ``COURSE/autograded/STUDENT/ASSIGNMENT``, :func:`grading_record`
-finds that student's file (``LABTOOLS_COURSE_RECORD`` names another), and the
+finds that student's file (``LABTOOLS_COURSE_RECORD`` names another; a replayed notebook
+reads it once, through its :class:`GradingRecord`), and the
 predict-first check takes the answers and their times from it
 (:func:`kept_answers`) and counts its measurements beside the results file's
 (:func:`recorded_calls`). The autograde sandbox binds only that file, read-only, into the
@@ -25,7 +26,7 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from labtools import settings
 from labtools.errors import StoreError
@@ -104,20 +105,54 @@ def read_record(path: Path) -> CourseRecord:
     return CourseRecord(path, sorted(events, key=lambda e: int(e.get("id") or 0)))
 
 
-def grading_record(folder: Optional[Path] = None) -> Optional[CourseRecord]:
-    """The course's record of the submission graded in ``folder`` (default: here):
-    ``LABTOOLS_COURSE_RECORD``'s file, else ``COURSE/course-record/STUDENT.json`` when
-    ``folder`` is ``COURSE/autograded/STUDENT/ASSIGNMENT`` and the file exists; None
-    otherwise."""
+def grading_record_file(folder: Optional[Path] = None) -> Optional[Path]:
+    """The file :func:`grading_record` reads for the submission graded in ``folder``
+    (default: here), without reading it; None when there is none to read."""
     chosen = settings.current().course_record
     if chosen is not None:
-        return read_record(chosen)
+        return chosen
     found = graded_student(folder or Path.cwd())
     if found is None:
         return None
     student, course = found
     path = record_path(course, student)
-    return read_record(path) if path.is_file() else None
+    return path if path.is_file() else None
+
+
+def grading_record(folder: Optional[Path] = None) -> Optional[CourseRecord]:
+    """The course's record of the submission graded in ``folder`` (default: here):
+    ``LABTOOLS_COURSE_RECORD``'s file, else ``COURSE/course-record/STUDENT.json`` when
+    ``folder`` is ``COURSE/autograded/STUDENT/ASSIGNMENT`` and the file exists; None
+    otherwise."""
+    path = grading_record_file(folder)
+    return read_record(path) if path is not None else None
+
+
+class GradingRecord:
+    """:func:`grading_record` for the grading of one notebook: :meth:`read` reads the file
+    once and gives the same rows again while the file to read is the same one, unchanged
+    (its path, size in bytes and time of change, ns). One per replayed notebook
+    (:class:`labtools.lab.replay.ReplaySession` makes it), so nothing read for one
+    student's submission is kept for another's."""
+
+    def __init__(self, folder: Optional[Path] = None) -> None:
+        self._folder = folder
+        self._read: Optional[Tuple[Tuple[Path, int, int], CourseRecord]] = None
+
+    def read(self) -> Optional[CourseRecord]:
+        """The course's record as :func:`grading_record` finds it (None when there is
+        none); read from the file only when it is not the one read last, or changed."""
+        path = grading_record_file(self._folder)
+        if path is None:
+            return None
+        try:
+            stat = path.stat()
+        except OSError:
+            return read_record(path)  # not there: the StoreError naming the file
+        key = (path, stat.st_mtime_ns, stat.st_size)
+        if self._read is None or self._read[0] != key:
+            self._read = (key, read_record(path))
+        return self._read[1]
 
 
 def _when(record: CourseRecord, event: Mapping[str, Any]) -> datetime:

@@ -18,8 +18,10 @@ On a course hub the answers and measurements are also on the course's record, ke
 hub under the student's hub name at its own time (:mod:`labtools.results.course_record`);
 when grading finds it (:func:`labtools.results.course_record_file.grading_record`), the
 answers and their times come from it, never from the results file, and its measurements
-count beside the file's. Off a course the file is the student's own and can still be
-rewritten whole: the order is on the honour system there (``docs/students.md``).
+count beside the file's; a replayed notebook reads it once for all its checks
+(:attr:`labtools.lab.replay.ReplaySession.course_record`). Off a course the file is the
+student's own and can still be rewritten whole: the order is on the honour system there
+(``docs/students.md``).
 
 An expected value a student may not see yet (graded work) appears in the table once the
 answer is right or the quantity has been measured; a wrong answer's number stays hidden
@@ -50,7 +52,7 @@ from labtools.lab.replay import ReplaySession
 from labtools.lab.session import LabSession
 from labtools.model.topology import Topology
 from labtools.results.columns import decode_json, decode_time
-from labtools.results.course_record_file import grading_record, kept_answers, recorded_calls
+from labtools.results.course_record_file import kept_answers, recorded_calls
 from labtools.results.predictions import Prediction
 from labtools.results.store import ResultStore
 from labtools.teach.modes import show_answers
@@ -171,7 +173,7 @@ def checked_answers(lab: Union[LabSession, ReplaySession],
         reason = problem or "this lab keeps no results file: nothing is on record"
         table["on_record"], table["record"] = False, reason
         return table
-    record = grading_record() if lab.replaying else None
+    record = lab.course_record.read() if isinstance(lab, ReplaySession) else None
     kept = (_vetted(store, lab.topo, lab.case) if record is None
             else vet_answers(kept_answers(record), lab.topo, lab.case))
     calls = every_measurement(store, lab.case, lab.topo)

@@ -115,6 +115,25 @@ def test_a_measurement_on_the_record_counts_when_the_file_lost_it(submitted, mon
     assert not on and "typed on r2, on the course's record" in reason, reason
 
 
+def test_a_replayed_notebook_reads_the_record_once_for_all_its_checks(submitted, monkeypatch):
+    """Every check of one notebook reads the record's file once; a changed file, or the
+    next notebook's lab, reads it again."""
+    path = write(submitted.path.parent / "record.json", record_of(submitted))
+    monkeypatch.setenv("LABTOOLS_COURSE_RECORD", str(path))
+    reads: List[Path] = []
+    read = crf.read_record
+    monkeypatch.setattr(crf, "read_record", lambda p: reads.append(p) or read(p))
+    lab = notebook.open_lab("link")
+    first = graded(lab)
+    assert all(on for on, _ in first.values())
+    assert graded(lab) == first and reads == [path]
+    write(path, [e if e.get("question") != R2R3 else {**e, "answer": 1.0, "note": "changed"}
+                 for e in record_of(submitted)])
+    assert not graded(lab)[R2R3][0] and reads == [path, path]
+    graded(notebook.open_lab("link"))
+    assert len(reads) == 3
+
+
 def test_grading_finds_the_graded_students_record_in_the_course(tmp_path, monkeypatch):
     course = tmp_path / "course"
     folder = course / "autograded" / "alice" / "labs"
