@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
 # `make test`: install what is needed, then run the whole suite, stage by stage, and say
 # how long each stage took and how busy the machine's CPUs were meanwhile (the last lines).
+# In the order they run (the first half beside two background jobs started at once: the
+# lab VM's provisioning check and the hub's lab image; the second half alone):
 #  1. lint and types; unit tests (anywhere; the `root` ones need root, no netem);
 #  2. grading: the real nbgrader on a course made from solutions/ (replayed measurements);
-#  3. the lab VM's provisioning: a fresh Debian 12 booted with systemd, provisioned as
-#     `vagrant up` does, twice, then restarted (marker `system`; runs in the background
-#     from the start, beside stages 1, 2 and 6: under software emulation it keeps about
-#     one CPU busy);
+#  3. the course hub (marker `hub`): the lab image (built in the background during stages
+#     1-2: mostly cached), JupyterHub with students and an instructor in headless
+#     Chromium; the lab in a container; the Kubernetes pod checks;
 #  4. the VM runner booted for real, and a Jupyter kernel in the lab VM (marker `vm`);
-#     real-network tests (marker `network`), the solution notebooks among them: natively
-#     where this kernel can emulate links, otherwise inside the lab VM (labtools vm): the
-#     tests that judge the network alone, then the notebooks in two lab VMs at once;
 #  5. the browser test: `make lab`'s JupyterLab in headless Chromium (marker `browser`);
 #     the student edition (`labtools bundle --students`) started with its own `make lab`;
-#  6. the course hub (marker `hub`): the lab image (built in the background during stages
-#     1-2: mostly downloads), JupyterHub with students and an instructor in headless
-#     Chromium, run while the provisioning check finishes; the Kubernetes pod checks.
+#     then the first half waits for the provisioning check: a fresh Debian 12 booted with
+#     systemd, provisioned as `vagrant up` does, twice, then restarted (marker `system`;
+#     under software emulation it keeps about one CPU busy from the start);
+#  6. real-network tests (marker `network`), the solution notebooks among them: natively
+#     where this kernel can emulate links, otherwise inside the lab VM (labtools vm): the
+#     tests that judge the network alone, then the notebooks in two lab VMs at once;
 #  7. nothing left behind: `labtools clean --dry-run` finds no more than before the run.
+# Stages 1-5 judge nothing by how fast the machine is: they share it with the background
+# jobs. Stage 6 judges the network and runs with nothing beside it.
 # The unit tests run beside a stream of short processes (tests/support/process_churn.py), as on a
 # busy machine. LABTOOLS_SKIP="system browser hub" leaves stages out (say so in what you report).
 set -euo pipefail
@@ -117,7 +120,10 @@ cat results/process-churn.out
 stage_end
 
 stage_start "grading with the real nbgrader (release, autograde, feedback, export)"
-$py -m pytest -q -m grading --junitxml=results/junit/2-grading.xml tests/instructor/test_grading.py tests/instructor/test_class_grading.py \
+# two workers, each file whole on one (its course is built once per file): 208 s against
+# 284 s one after the other on the quiet 2-core machine (the real nbgrader waits on its
+# kernels, so one worker left a CPU idle: 1.6 of 2 busy in run 35, the background included)
+$py -m pytest -q -m grading -n 2 --dist loadfile --junitxml=results/junit/2-grading.xml tests/instructor/test_grading.py tests/instructor/test_class_grading.py \
     tests/instructor/test_grading_lab7.py
 stage_end
 
@@ -139,6 +145,17 @@ fi
 stage_start "the VM runner: a real boot, and a notebook's kernel in the lab VM (marker vm)"
 $py -m pytest -q -m vm --junitxml=results/junit/4-vm.xml tests/system/test_vm.py tests/system/test_vm_kernel.py
 stage_end
+
+# beside the provisioning check too: it judges nothing by how fast the machine is, and the
+# first half's CPUs had room (run 35: the waiting stage 62 s at 1.0 of 2 CPUs busy, the
+# browser 304 s at 1.2 after the real networks)
+if [[ "$skip" != *" browser "* ]]; then
+    stage_start "the browser test: make lab's JupyterLab in headless Chromium; the student edition's make lab"
+    $py -m pytest -q -s -m browser --junitxml=results/junit/5-browser.xml tests/test_browser.py
+    $py -m pytest -q -s -m browser --junitxml=results/junit/5-edition.xml \
+        tests/instructor/test_edition_lab.py
+    stage_end
+fi
 
 if [ -n "$provision_pid" ]; then
     stage_start "waiting for the provisioning check (the first half's last stage)"
@@ -165,13 +182,13 @@ halves=("not ($second_half)" "$second_half")
 export LABTOOLS_QUICK=1
 if $py -c 'import sys; from labtools.lab.placement import runs_natively; sys.exit(0 if runs_natively() else 1)'; then
     echo "this kernel can emulate links: running them natively, one after the other"
-    $py -m pytest -q --durations=0 -m network --junitxml=results/junit/5-network.xml \
+    $py -m pytest -q --durations=0 -m network --junitxml=results/junit/6-network.xml \
         "${judging_files[@]}" "${other_files[@]}" "$@"
 else
     echo "this kernel cannot emulate links (no netem): running them in the lab VM"
     # the tests that judge how the network behaved run alone: nothing else on the CPUs
     labtools vm --env LABTOOLS_QUICK --timeout 2400 -- "$py" -m pytest -q \
-        --durations=0 -m network --junitxml=results/junit/5-network.xml "${judging_files[@]}" "$@"
+        --durations=0 -m network --junitxml=results/junit/6-network.xml "${judging_files[@]}" "$@"
     # the notebooks and the panel report on the network but are not graded on it (only a
     # result the network cannot produce fails a notebook; the panel's test checks that it
     # measured and showed it): their two halves run at once, each in a lab VM of its own
@@ -183,7 +200,7 @@ else
     for i in 0 1; do
         ( set -o pipefail
           labtools vm --cpus 1 --env LABTOOLS_QUICK --timeout 2400 -- "$py" -m pytest -v -p no:cacheprovider \
-              --durations=0 -m network --junitxml="results/junit/5-notebooks-$i.xml" \
+              --durations=0 -m network --junitxml="results/junit/6-notebooks-$i.xml" \
               "${other_files[@]}" -k "${halves[$i]}" "$@" 2>&1 \
               | sed -u "s/^/[notebooks, half $((i + 1))] /" ) &
         half_pids+=($!)
@@ -196,14 +213,6 @@ else
 fi
 unset LABTOOLS_QUICK
 stage_end
-
-if [[ "$skip" != *" browser "* ]]; then
-    stage_start "the browser test: make lab's JupyterLab in headless Chromium; the student edition's make lab"
-    $py -m pytest -q -s -m browser --junitxml=results/junit/6-browser.xml tests/test_browser.py
-    $py -m pytest -q -s -m browser --junitxml=results/junit/6-edition.xml \
-        tests/instructor/test_edition_lab.py
-    stage_end
-fi
 
 stage_start "nothing left behind (labtools clean --dry-run as before the run)"
 $py tests/support/leftover_check.py after results/leftovers-before.json
