@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -39,6 +40,17 @@ def stage_markers(config: pytest.Config) -> List[str]:
     declares but ``root`` (unit tests that need root carry it; they skip without)."""
     names = [line.split(":", 1)[0].strip() for line in config.getini("markers")]
     return [name for name in names if name != "root"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C as from a terminal. A run started in the background by a shell without job
+    control (``cmd &`` in a script, as some CI runners start ``make test``) inherits SIGINT
+    ignored, and Python keeps it ignored: the tests of what Ctrl-C does then never see it
+    (an xdist worker waited 60 s on a topology file it should have stopped at once), and
+    neither do the programs the tests start. Every pytest process (xdist's workers too)
+    gives SIGINT its default handler back."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
