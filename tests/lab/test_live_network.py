@@ -14,6 +14,9 @@ sample interval and the step either way.
 
 from __future__ import annotations
 
+import contextlib
+from typing import Iterator
+
 import pytest
 
 from labtools.lab.live import LiveDemo
@@ -30,25 +33,32 @@ SMALL_WINDOW_BYTES = 16_384
 CHANGE = "18s L2 delay_ms=40"
 SWITCH_CHANGE = "18s B delay_ms=30"
 DURATION_S = 32.0
+#: each demonstration: its topology's name, the pair a flow and a ping run between, the change
+DEMOS = {"portfolio": ("h1", "h4", CHANGE), "dumbbell": ("a1", "b1", SWITCH_CHANGE)}
+
+
+@contextlib.contextmanager
+def _live_demo(topology: str, factory: pytest.TempPathFactory) -> Iterator[LiveDemo]:
+    """``DEMOS[topology]`` run on a real network of its own; the network stays up (and the
+    demonstration's store open) while the block runs."""
+    src, dst, change = DEMOS[topology]
+    db = factory.mktemp("results") / "lab.sqlite"
+    with LabSession(topology, results=db, case="test-live", calibrate=False) as lab:
+        live = LiveDemo(lab, [FlowSpec("tcp", src, dst, window_bytes=SMALL_WINDOW_BYTES),
+                              FlowSpec("ping", src, dst)], duration_s=DURATION_S)
+        live.run(DURATION_S, [parse_change(change)])
+        yield live
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    db = tmp_path_factory.mktemp("results") / "lab.sqlite"
-    with LabSession("portfolio", results=db, case="test-live", calibrate=False) as lab:
-        live = LiveDemo(lab, [FlowSpec("tcp", "h1", "h4", window_bytes=SMALL_WINDOW_BYTES),
-                              FlowSpec("ping", "h1", "h4")], duration_s=DURATION_S)
-        live.run(DURATION_S, [parse_change(CHANGE)])
+    with _live_demo("portfolio", tmp_path_factory) as live:
         yield live
 
 
 @pytest.fixture(scope="module")
 def switch_demo(tmp_path_factory):
-    db = tmp_path_factory.mktemp("results") / "lab.sqlite"
-    with LabSession("dumbbell", results=db, case="test-live", calibrate=False) as lab:
-        live = LiveDemo(lab, [FlowSpec("tcp", "a1", "b1", window_bytes=SMALL_WINDOW_BYTES),
-                              FlowSpec("ping", "a1", "b1")], duration_s=DURATION_S)
-        live.run(DURATION_S, [parse_change(SWITCH_CHANGE)])
+    with _live_demo("dumbbell", tmp_path_factory) as live:
         yield live
 
 
