@@ -63,17 +63,17 @@ def _frames(rate_mbps: float, ms: float) -> float:
 def q00_1(topo: Topology) -> QuestionKey:
     """Why the first reply is slower: address resolution."""
     return worded_key("00-Q1", topo,
-                  "ARP: before the first packet can leave, each host and router "
-                  "learns the next hop's Ethernet address (a request and a reply per "
-                  "segment, out and back); later packets find it cached.")
+                      "ARP: before the first packet can leave, each host and router "
+                      "learns the next hop's Ethernet address (a request and a reply per "
+                      "segment, out and back); later packets find it cached.")
 
 
 def q00_2(topo: Topology) -> QuestionKey:
     """Why the minimum RTT."""
     return worded_key("00-Q2", topo,
-                  "Every sample holds at least the propagation RTT and waiting only "
-                  "adds to it, so the minimum is the closest to it; a large gap between "
-                  "average and minimum means samples waited (queues, ARP, a busy machine).")
+                      "Every sample holds at least the propagation RTT and waiting only "
+                      "adds to it, so the minimum is the closest to it; a large gap between "
+                      "average and minimum means samples waited (queues, ARP, a busy machine).")
 
 
 def q00_3(topo: Topology) -> QuestionKey:
@@ -136,9 +136,9 @@ def q01_1(topo: Topology) -> QuestionKey:
 def q01_2(topo: Topology) -> QuestionKey:
     """Why jitter grows near capacity."""
     return worded_key("01-Q2", topo,
-                  "Near capacity the bottleneck's queue fills and drains unevenly: "
-                  "each datagram waits a different time in it, so the spacing of arrivals "
-                  "varies.")
+                      "Near capacity the bottleneck's queue fills and drains unevenly: "
+                      "each datagram waits a different time in it, so the spacing of arrivals "
+                      "varies.")
 
 
 def ramp_and_bisect(capacity_mbps: float) -> Tuple[int, float, float, int]:
@@ -222,20 +222,20 @@ def q01_4(topo: Topology) -> QuestionKey:
 def q02_1(topo: Topology) -> QuestionKey:
     """iperf3 and simpleperf: the receiver's count."""
     return worded_key("02-Q1", topo,
-                  "Their medians agree within a few percent near the goodput ceiling, "
-                  "within the spread of either tool over its runs (simpleperf's whole-run "
-                  "total includes slow start); both report the bytes the server received, "
-                  "data that crossed the link, unlike the sender's count.")
+                      "Their medians agree within a few percent near the goodput ceiling, "
+                      "within the spread of either tool over its runs (simpleperf's whole-run "
+                      "total includes slow start); both report the bytes the server received, "
+                      "data that crossed the link, unlike the sender's count.")
 
 
 def q02_2(topo: Topology) -> QuestionKey:
     """How a sender "sends" faster than its link."""
     return worded_key("02-Q2", topo,
-                  "The sender counts writes into its socket buffer, accepted at "
-                  "memory speed until the buffer is full; that data has not crossed the "
-                  "link yet. Where the student's intervals show no overshoot, the same "
-                  "explanation with a reason it did not show (slow start still growing in "
-                  "the first interval, a buffer that starts small) earns the point.")
+                      "The sender counts writes into its socket buffer, accepted at "
+                      "memory speed until the buffer is full; that data has not crossed the "
+                      "link yet. Where the student's intervals show no overshoot, the same "
+                      "explanation with a reason it did not show (slow start still growing in "
+                      "the first interval, a buffer that starts small) earns the point.")
 
 
 def l2_idles_after_cut(link: Link) -> Tuple[float, float, float, bool]:
@@ -307,14 +307,14 @@ def q03_1(topo: Topology) -> QuestionKey:
 def q03_2(topo: Topology) -> QuestionKey:
     """The window asked for, the window granted."""
     return worded_key("03-Q2", topo,
-                  "The measured rate follows window / RTT of the window the kernel "
-                  "granted (snd_wnd), at or a little below it; where the asked and the "
-                  "granted window's rates are closer together than the runs' range (1.5 % "
-                  "apart in the lab VM), \"my runs cannot tell them apart\" is the right "
-                  "conclusion. -w only sets the socket "
-                  "buffers: Linux doubles them, keeps a share for bookkeeping and advertises "
-                  "the rest, depending on the kernel version. Below window / RTT: a longer "
-                  "RTT (ss's rtt:), sndbuf_limited, or slow start.")
+                      "The measured rate follows window / RTT of the window the kernel "
+                      "granted (snd_wnd), at or a little below it; where the asked and the "
+                      "granted window's rates are closer together than the runs' range (1.5 % "
+                      "apart in the lab VM), \"my runs cannot tell them apart\" is the right "
+                      "conclusion. -w only sets the socket "
+                      "buffers: Linux doubles them, keeps a share for bookkeeping and advertises "
+                      "the rest, depending on the kernel version. Below window / RTT: a longer "
+                      "RTT (ss's rtt:), sndbuf_limited, or slow start.")
 
 
 def q03_3(topo: Topology) -> QuestionKey:

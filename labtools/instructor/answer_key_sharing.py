@@ -74,9 +74,9 @@ def q04_2(topo: Topology) -> QuestionKey:
 def q04_3(topo: Topology) -> QuestionKey:
     """Why shares are unequal over a few seconds."""
     return worded_key("04-Q3", topo,
-                  "Which flow is dropped at the full queue is chance; RTT, window "
-                  "and start order differ; the emulating CPU adds noise. The repeated runs' "
-                  "range shows the chance part; the median is what to report.")
+                      "Which flow is dropped at the full queue is chance; RTT, window "
+                      "and start order differ; the emulating CPU adds noise. The repeated runs' "
+                      "range shows the chance part; the median is what to report.")
 
 
 def bottleneck_margin(topo: Topology, load: str) -> Optional[float]:
@@ -139,10 +139,10 @@ def q05_1(topo: Topology) -> QuestionKey:
 def q05_2(topo: Topology) -> QuestionKey:
     """Is it fair to open more connections?"""
     return worded_key("05-Q2", topo,
-                  "Per connection it is fair (the network cannot tell which "
-                  "connections belong together); per user it is not: a user with many "
-                  "connections takes from those with one (remedies: per-host or per-user "
-                  "fair queueing, limits on parallel connections).")
+                      "Per connection it is fair (the network cannot tell which "
+                      "connections belong together); per user it is not: a user with many "
+                      "connections takes from those with one (remedies: per-host or per-user "
+                      "fair queueing, limits on parallel connections).")
 
 
 def q05_3(topo: Topology) -> QuestionKey:
@@ -256,10 +256,10 @@ def q06_4(topo: Topology) -> QuestionKey:
 def q06_5(topo: Topology) -> QuestionKey:
     """The CPU is part of the network."""
     return worded_key("06-Q5", topo,
-                  "The CPU of the one emulating machine, taken by the busy loops. "
-                  "On a shaped path: a minimum RTT above propagation + calibration, rates "
-                  "below the ceiling alone on a path, samples under a steady load above the "
-                  "steady state's worst RTT.")
+                      "The CPU of the one emulating machine, taken by the busy loops. "
+                      "On a shaped path: a minimum RTT above propagation + calibration, rates "
+                      "below the ceiling alone on a path, samples under a steady load above the "
+                      "steady state's worst RTT.")
 
 
 def q06_6(topo: Topology) -> QuestionKey:
