@@ -9,7 +9,7 @@ event as the service answers it: ``id``, ``user``, ``kind``, ``case``, ``recorde
 ``topology``, and an answer's ``question`` and ``answer`` or a measurement's ``call`` or
 ``node`` and ``commands``).
 
-While nbgrader grades ``COURSE/autograded/STUDENT/ASSIGNMENT``, :func:`grading_record`
+While nbgrader grades ``COURSE/autograded/STUDENT/ASSIGNMENT``, :func:`grading_record_file`
 finds that student's file (``LABTOOLS_COURSE_RECORD`` names another; a replayed notebook
 reads it once, through its :class:`GradingRecord`), and the
 predict-first check takes the answers and their times from it
@@ -106,8 +106,10 @@ def read_record(path: Path) -> CourseRecord:
 
 
 def grading_record_file(folder: Optional[Path] = None) -> Optional[Path]:
-    """The file :func:`grading_record` reads for the submission graded in ``folder``
-    (default: here), without reading it; None when there is none to read."""
+    """The course's record file of the submission graded in ``folder`` (default: here),
+    without reading it: ``LABTOOLS_COURSE_RECORD``'s file, else
+    ``COURSE/course-record/STUDENT.json`` when ``folder`` is
+    ``COURSE/autograded/STUDENT/ASSIGNMENT`` and the file exists; None otherwise."""
     chosen = settings.current().course_record
     if chosen is not None:
         return chosen
@@ -119,17 +121,9 @@ def grading_record_file(folder: Optional[Path] = None) -> Optional[Path]:
     return path if path.is_file() else None
 
 
-def grading_record(folder: Optional[Path] = None) -> Optional[CourseRecord]:
-    """The course's record of the submission graded in ``folder`` (default: here):
-    ``LABTOOLS_COURSE_RECORD``'s file, else ``COURSE/course-record/STUDENT.json`` when
-    ``folder`` is ``COURSE/autograded/STUDENT/ASSIGNMENT`` and the file exists; None
-    otherwise."""
-    path = grading_record_file(folder)
-    return read_record(path) if path is not None else None
-
-
 class GradingRecord:
-    """:func:`grading_record` for the grading of one notebook: :meth:`read` reads the file
+    """The course's record for the grading of one notebook (the file
+    :func:`grading_record_file` finds): :meth:`read` reads the file
     once and gives the same rows again while the file to read is the same one, unchanged
     (its path, size in bytes and time of change, ns). One per replayed notebook
     (:class:`labtools.lab.replay.ReplaySession` makes it), so nothing read for one
@@ -140,8 +134,8 @@ class GradingRecord:
         self._read: Optional[Tuple[Tuple[Path, int, int], CourseRecord]] = None
 
     def read(self) -> Optional[CourseRecord]:
-        """The course's record as :func:`grading_record` finds it (None when there is
-        none); read from the file only when it is not the one read last, or changed."""
+        """The course's record (None when there is none); read from the file only when it
+        is not the one read last, or changed."""
         path = grading_record_file(self._folder)
         if path is None:
             return None

@@ -16,7 +16,7 @@ and a row dated before the file was made or before a row saved ahead of it earns
 (:func:`every_measurement`): a probe call of any notebook, ``run_on``, ``labtools shell``.
 On a course hub the answers and measurements are also on the course's record, kept by the
 hub under the student's hub name at its own time (:mod:`labtools.results.course_record`);
-when grading finds it (:func:`labtools.results.course_record_file.grading_record`), the
+when grading finds it (:class:`labtools.results.course_record_file.GradingRecord`), the
 answers and their times come from it, never from the results file, and its measurements
 count beside the file's; a replayed notebook reads it once for all its checks
 (:attr:`labtools.lab.replay.ReplaySession.course_record`). Off a course the file is the

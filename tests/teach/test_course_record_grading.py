@@ -144,14 +144,14 @@ def test_grading_finds_the_graded_students_record_in_the_course(tmp_path, monkey
     monkeypatch.delenv("LABTOOLS_VARIANT", raising=False)
     monkeypatch.delenv("LABTOOLS_COURSE_RECORD", raising=False)
     store = ResultStore(folder / "results" / "labtools.sqlite")
-    assert crf.grading_record() is None
+    assert crf.GradingRecord().read() is None
     events = record_of(store, "alice")
     written = crf.write_class_record(
         [*events, *({**e, "user": "bob", "answer": 1.0} for e in record_of(store, "bob"))],
         course)
     assert written == [crf.record_path(course, "alice"), crf.record_path(course, "bob")]
     assert all(p.stat().st_mode & 0o777 == 0o600 for p in written)
-    found = crf.grading_record()
+    found = crf.GradingRecord().read()
     assert found is not None and found.path == written[0]
     assert {e["user"] for e in found.events} == {"alice"} and len(found.events) == len(events)
 
